@@ -1,0 +1,1 @@
+"""One module per case: driver protocol and drivers, workload, checks."""

@@ -1,0 +1,391 @@
+"""Case T, tickets: the driver protocol, its in-process and HTTP drivers, the workload.
+
+The checks live beside this module in :mod:`peakproof.cases.tickets_checks` and are
+re-exported here. Every driver records every call in its :class:`History` and returns the
+completed :class:`Op`: ok (it happened), fail (it certainly did not), info (unknown).
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+
+from ..clock import VirtualClock
+from ..errors import DriverSpecError
+from ..history import FAIL, INFO, OK, History, Op
+from .tickets_checks import (TICKETS_CHECKS, TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold,
+                             no_oversell, no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
+                             units_return_exactly_once)
+
+__all__ = ["TicketsDriver", "InProcessTickets", "HttpTickets", "OpeningWorkload", "replay_opening",
+           "load_driver", "concurrent_burst", "TICKETS_CHECKS", "TicketsAnalysis", "Tolerance", "check_tickets", "no_oversell",
+           "stock_is_conserved", "no_valid_rejection", "reservation_is_idempotent",
+           "expired_hold_is_never_sold", "units_return_exactly_once"]
+
+
+@runtime_checkable
+class TicketsDriver(Protocol):
+    """The operations of Case T. Plug your own class for an API that differs from the contract.
+
+    Each method records one operation in ``history`` and returns it completed. Reservation
+    values are dicts with at least reservation_id, quantity, status and ``expires_at`` as
+    epoch seconds on the target's clock; quota values have capacity, available, held, sold.
+    """
+
+    history: History
+    tolerance: Tolerance
+
+    def now(self) -> float: ...
+    def advance(self, seconds: float) -> None: ...
+    def put_quota(self, quota_id: str, capacity: int, hold_seconds: float, *, process: Any = 0) -> Op: ...
+    def read_quota(self, quota_id: str, *, process: Any = 0) -> Op: ...
+    def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *, process: Any = 0,
+                intended_time: float | None = None) -> Op: ...
+    def confirm(self, reservation_id: str, *, process: Any = 0) -> Op: ...
+    def cancel(self, reservation_id: str, *, process: Any = 0) -> Op: ...
+    def get_reservation(self, reservation_id: str, *, process: Any = 0) -> Op: ...
+
+
+# -- in process ------------------------------------------------------------------------------
+
+
+class InProcessTickets:
+    """Drives a :class:`targets.tickets.TicketsCore` directly, in virtual time by default."""
+
+    tolerance = Tolerance(skew=0.0, release_grace=0.0)
+
+    def __init__(self, core: Any = None, *, policy: str = "pessimistic", clock: VirtualClock | None = None,
+                 history: History | None = None, **core_options: Any) -> None:
+        from targets.tickets import InMemoryStore, TicketError, TicketsCore  # the target, only in-process
+
+        self.clock = clock or VirtualClock()
+        self.core = core or TicketsCore(InMemoryStore(), self.clock, policy=policy, **core_options)  # type: ignore[arg-type]
+        self.history = history or History(self.core.clock)
+        self._error = TicketError
+
+    def now(self) -> float:
+        return self.core.clock()
+
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+
+    def _do(self, f: str, args: dict[str, Any], call: Callable[[], Any], process: Any,
+            intended_time: float | None = None) -> Op:
+        op = self.history.invoke(process, f, args, intended_time)
+        try:
+            value = call()
+        except self._error as e:
+            return self.history.complete(op, FAIL if e.status < 500 else INFO, e.code, e.message)
+        return self.history.complete(op, OK, value)
+
+    def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = 120.0, *, process: Any = 0) -> Op:
+        return self._do("put_quota", {"quota_id": quota_id, "capacity": capacity, "hold_seconds": hold_seconds},
+                        lambda: _quota(self.core.put_quota(quota_id, capacity, hold_seconds)), process)
+
+    def read_quota(self, quota_id: str, *, process: Any = 0) -> Op:
+        return self._do("read_quota", {"quota_id": quota_id}, lambda: _quota(self.core.get_quota(quota_id)), process)
+
+    def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *, process: Any = 0,
+                intended_time: float | None = None) -> Op:
+        # Written out rather than through _do: this is the opening's hot path.
+        history = self.history
+        op = history.invoke(process, "reserve", {"quota_id": quota_id, "buyer_id": buyer_id, "quantity": quantity,
+                                                 "request_id": request_id}, intended_time)
+        try:
+            res = self.core.reserve(quota_id, buyer_id, quantity, request_id)[0]
+        except self._error as e:
+            return history.complete(op, FAIL if e.status < 500 else INFO, e.code, e.message)
+        return history.complete(op, OK, _res(res))
+
+    def confirm(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._do("confirm", {"reservation_id": reservation_id},
+                        lambda: _res(self.core.confirm(reservation_id)), process)
+
+    def cancel(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._do("cancel", {"reservation_id": reservation_id},
+                        lambda: _res(self.core.cancel(reservation_id)), process)
+
+    def get_reservation(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._do("get_reservation", {"reservation_id": reservation_id},
+                        lambda: _res(self.core.get_reservation(reservation_id)), process)
+
+
+def _quota(row: Any) -> dict[str, Any]:
+    return {"quota_id": row.quota_id, "capacity": row.capacity, "available": row.available,
+            "held": row.held, "sold": row.sold}
+
+
+def _res(r: Any) -> dict[str, Any]:
+    return {"reservation_id": r.reservation_id, "quota_id": r.quota_id, "buyer_id": r.buyer_id,
+            "quantity": r.quantity, "status": r.status, "expires_at": r.expires_at}
+
+
+# -- over HTTP -------------------------------------------------------------------------------
+
+_RES_FIELDS = ("reservation_id", "quantity", "status", "expires_at")
+_QUOTA_FIELDS = ("capacity", "available", "held", "sold")
+_STATUSES = ("held", "sold", "expired", "cancelled")
+
+
+class HttpTickets:
+    """Drives any server that implements the tickets contract (``targets/tickets/openapi.json``).
+
+    Works with a ``requests.Session`` and with anything that has its ``request`` method
+    (Locust's HttpSession is one). Every request has a timeout. Outcomes:
+
+    * 2xx with a body of the contract's shape: ok;
+    * 4xx with an ``error`` code, a refused connection (nothing was sent), or 503 ``busy``
+      (the contract says nothing changed): fail;
+    * timeout, reset, any other 5xx, an unparsable or wrong-shaped body: info.
+    """
+
+    tolerance = Tolerance()
+
+    def __init__(self, base_url: str, *, session: Any = None, timeout: float = 5.0,
+                 admin_token: str | None = None, history: History | None = None) -> None:
+        import requests
+
+        self._requests = requests
+        self.base = base_url.rstrip("/")
+        self.session = session or requests.Session()
+        self.timeout = timeout
+        self.admin_token = admin_token
+        self.history = history or History(time.time)
+
+    def now(self) -> float:
+        return time.time()
+
+    def advance(self, seconds: float) -> None:
+        time.sleep(seconds)  # a URL runs in real time
+
+    def _call(self, f: str, args: dict[str, Any], method: str, path: str, body: Any, process: Any,
+              parse: Callable[[Any], Any], intended_time: float | None = None, admin: bool = False) -> Op:
+        op = self.history.invoke(process, f, args, intended_time)
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if admin and self.admin_token else None
+        try:
+            op.send_time = time.time()
+            resp = self.session.request(method, self.base + path, json=body, headers=headers, timeout=self.timeout)
+        except self._requests.exceptions.ConnectionError as e:
+            refused = "refused" in str(e).lower() or isinstance(e, self._requests.exceptions.ConnectTimeout)
+            return self.history.complete(op, FAIL if refused else INFO,
+                                         "connection_refused" if refused else "connection_error", str(e)[:300])
+        except self._requests.exceptions.Timeout as e:
+            return self.history.complete(op, INFO, "timeout", f"no answer within {self.timeout} s: {e}"[:300])
+        except self._requests.exceptions.RequestException as e:
+            return self.history.complete(op, INFO, "request_error", str(e)[:300])
+        status = resp.status_code
+        try:
+            doc = resp.json()
+        except ValueError:
+            doc = None
+        if 200 <= status < 300:
+            try:
+                return self.history.complete(op, OK, parse(doc))
+            except (TypeError, ValueError, KeyError) as e:
+                return self.history.complete(op, INFO, "bad_response",
+                                             f"HTTP {status} with a body not of the contract's shape: {e}; "
+                                             f"body {resp.text[:200]!r}")
+        code = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), str) else None
+        message = doc.get("message") if isinstance(doc, dict) else resp.text[:200]
+        if 400 <= status < 500:
+            return self.history.complete(op, FAIL, code or f"http_{status}", str(message)[:300])
+        if status == 503 and code == "busy":
+            return self.history.complete(op, FAIL, "busy", str(message)[:300])
+        return self.history.complete(op, INFO, code or f"http_{status}", f"HTTP {status}: {str(message)[:300]}")
+
+    def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = 120.0, *, process: Any = 0) -> Op:
+        args = {"quota_id": quota_id, "capacity": capacity, "hold_seconds": hold_seconds}
+        return self._call("put_quota", args, "PUT", f"/quotas/{quota_id}",
+                          {"capacity": capacity, "hold_seconds": hold_seconds}, process, parse_quota, admin=True)
+
+    def read_quota(self, quota_id: str, *, process: Any = 0) -> Op:
+        return self._call("read_quota", {"quota_id": quota_id}, "GET", f"/quotas/{quota_id}", None, process,
+                          parse_quota)
+
+    def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *, process: Any = 0,
+                intended_time: float | None = None) -> Op:
+        args = {"quota_id": quota_id, "buyer_id": buyer_id, "quantity": quantity, "request_id": request_id}
+        body = {"buyer_id": buyer_id, "quantity": quantity, "request_id": request_id}
+        return self._call("reserve", args, "POST", f"/quotas/{quota_id}/reservations", body, process,
+                          parse_reservation, intended_time)
+
+    def confirm(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._call("confirm", {"reservation_id": reservation_id}, "POST",
+                          f"/reservations/{reservation_id}/confirm", None, process, parse_reservation)
+
+    def cancel(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._call("cancel", {"reservation_id": reservation_id}, "POST",
+                          f"/reservations/{reservation_id}/cancel", None, process, parse_reservation)
+
+    def get_reservation(self, reservation_id: str, *, process: Any = 0) -> Op:
+        return self._call("get_reservation", {"reservation_id": reservation_id}, "GET",
+                          f"/reservations/{reservation_id}", None, process, parse_reservation)
+
+
+def parse_quota(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    out = {}
+    for k in _QUOTA_FIELDS:
+        v = doc[k]
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"{k} must be an integer, got {v!r}")
+        out[k] = v
+    out["quota_id"] = doc.get("quota_id")
+    return out
+
+
+def parse_reservation(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    for k in _RES_FIELDS:
+        doc[k]  # noqa: B018  (KeyError names the missing field)
+    if not isinstance(doc["reservation_id"], str) or not doc["reservation_id"]:
+        raise TypeError(f"reservation_id must be a non-empty string, got {doc['reservation_id']!r}")
+    if doc["status"] not in _STATUSES:
+        raise ValueError(f"status must be one of {_STATUSES}, got {doc['status']!r}")
+    if not isinstance(doc["quantity"], int):
+        raise TypeError(f"quantity must be an integer, got {doc['quantity']!r}")
+    out = dict(doc)
+    out["expires_at"] = parse_time(doc["expires_at"])
+    return out
+
+
+def parse_time(value: Any) -> float:
+    """RFC 3339 (the contract) or epoch seconds, to epoch seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        raise TypeError(f"expires_at must be an RFC 3339 string, got {value!r}")
+    dt = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    if dt.tzinfo is None:
+        raise ValueError(f"expires_at must carry a time zone (RFC 3339), got {value!r}")
+    return dt.timestamp()
+
+
+# -- plugging a user's driver ----------------------------------------------------------------
+
+
+def load_driver(spec: str, **kwargs: Any) -> TicketsDriver:
+    """``package.module:ClassName`` -> an instance built with ``kwargs`` (e.g. base_url)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise DriverSpecError("--driver", "'package.module:ClassName'", spec,
+                              "Name the module and the class, e.g. mypkg.drivers:MyTickets.")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise DriverSpecError("--driver", "an importable class", spec, f"Import failed: {e}.") from None
+    driver = cls(**kwargs)
+    missing = [m for m in ("put_quota", "read_quota", "reserve", "confirm", "cancel", "get_reservation", "history")
+               if not hasattr(driver, m)]
+    if missing:
+        raise DriverSpecError("--driver", "a class with the TicketsDriver methods", spec,
+                              f"It lacks {', '.join(missing)}.")
+    return driver
+
+
+# -- the workload ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpeningWorkload:
+    """The opening of Case T (BS1-BS3): ``requests`` reservations uniformly over ``seconds``."""
+
+    quota: int = 5_000
+    requests: int = 200_000
+    seconds: float = 10.0
+    p_single: float = 0.6  # BS3: 60% ask 1, 40% ask 2 (mean 1.4)
+    hold_seconds: float = 120.0
+    seed: int = 20260730
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+    def arrivals(self) -> Iterator[tuple[float, str, int, str]]:
+        """(intended time, buyer id, quantity, request id), in order of arrival."""
+        rnd = random.Random(self.seed)
+        buyers = buyer_names(min(self.requests, 5_000), self.seed)
+        step = self.seconds / self.requests
+        for i in range(self.requests):
+            qty = 1 if rnd.random() < self.p_single else 2
+            yield i * step, f"{buyers[i % len(buyers)]}-{i}", qty, f"r{i}"
+
+
+def buyer_names(n: int, seed: int) -> list[str]:
+    """Realistic buyer handles from faker (Turkish and English locales), reproducible."""
+    from faker import Faker
+
+    fake = Faker(["tr_TR", "en_US"])
+    fake.seed_instance(seed)
+    return [fake.user_name() for _ in range(n)]
+
+
+def replay_opening(driver: InProcessTickets, workload: OpeningWorkload = OpeningWorkload(),
+                   quota_id: str | None = None) -> tuple[str, History]:
+    """Replay the opening against an in-process target in virtual time; returns the history."""
+    quota_id = quota_id or f"opening-{uuid.uuid4().hex[:8]}"
+    driver.put_quota(quota_id, workload.quota, workload.hold_seconds)
+    clock = driver.clock
+    reserve = driver.reserve
+    for t, buyer, qty, rid in workload.arrivals():
+        clock.set(t)
+        reserve(quota_id, buyer, qty, rid, intended_time=t)
+    driver.read_quota(quota_id)
+    return quota_id, driver.history
+
+
+def concurrent_burst(make_driver: Callable[[History], TicketsDriver], *, capacity: int, requests: int,
+                     threads: int = 16, hold_seconds: float = 120.0, seed: int = 20260730,
+                     quota_id: str | None = None, p_single: float = 0.6, replay_share: float = 0.02,
+                     deadline_seconds: float = 120.0) -> tuple[str, History]:
+    """Many threads reserve at once around sell-out; returns the shared history.
+
+    ``make_driver(history)`` builds one driver per thread (one HTTP connection each) that
+    records into the shared history. A small share of requests are client retries that
+    reuse a request id. Bounded: stops after ``requests`` or ``deadline_seconds``.
+    """
+    import threading
+
+    quota_id = quota_id or f"burst-{uuid.uuid4().hex[:8]}"
+    setup = make_driver(History(time.time))
+    history = setup.history
+    setup.put_quota(quota_id, capacity, hold_seconds)
+    rnd = random.Random(seed)
+    plan = []
+    for i in range(requests):
+        qty = 1 if rnd.random() < p_single else 2
+        if plan and rnd.random() < replay_share:
+            plan.append(plan[rnd.randrange(len(plan))])  # a retry: same buyer, same request id
+        else:
+            plan.append((f"buyer-{i}", qty, f"{seed}-{i}"))
+    next_index = iter(range(len(plan)))
+    stop_at = time.monotonic() + deadline_seconds
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        drv = make_driver(history)
+        try:
+            for i in next_index:  # shared iterator: each index taken once across threads
+                if time.monotonic() > stop_at:
+                    return
+                buyer, qty, rid = plan[i]
+                drv.reserve(quota_id, buyer, qty, rid, process=worker)
+        except BaseException as e:  # surfaced after join, never a silent hang
+            errors.append(e)
+
+    pool = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(deadline_seconds + 30)
+    if errors:
+        raise errors[0]
+    setup.read_quota(quota_id)
+    return quota_id, history

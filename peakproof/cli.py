@@ -1,0 +1,85 @@
+"""The ``peakproof`` command: ``serve`` a reference target, ``run`` the main job."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .errors import PeakproofError
+
+
+def _positive(kind: type) -> object:
+    def parse(text: str) -> object:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}; got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a value > 0; got {text!r}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="peakproof", description="Prove system designs keep their promises at peak load.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run}")
+
+    s = sub.add_parser("serve", help="serve a reference target over HTTP (127.0.0.1 by default)")
+    s.add_argument("case", choices=["tickets"], help="which reference target")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=_positive(int), default=8000)
+    s.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
+                   help="locking discipline on the quota row (default: the seed's chosen pessimistic lease lock)")
+    s.add_argument("--hold-seconds", type=_positive(float), default=120.0,
+                   help="reservation window when PUT /quotas gives none (BS4: 120)")
+    s.add_argument("--lease-seconds", type=_positive(float), default=2.0, help="lock lease length")
+    s.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"),
+                   help="require 'Authorization: Bearer TOKEN' on PUT /quotas (env PEAKPROOF_ADMIN_TOKEN)")
+    s.add_argument("--db", default=os.environ.get("PEAKPROOF_DB", ".peakproof/tickets.sqlite3"),
+                   help="SQLite file; sales survive a restart on the same file (env PEAKPROOF_DB)")
+    s.add_argument("--durability", choices=["normal", "full"], default="normal",
+                   help="normal survives a process crash; full also survives power loss (an fsync a commit)")
+    s.add_argument("--threads", type=_positive(int), default=32, help="worker threads for quota-row work")
+
+    r = sub.add_parser("run", help="check a target end to end: properties and a concurrent burst, with a verdict")
+    r.add_argument("case", nargs="?", default="tickets", choices=["tickets"])
+    r.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
+                   help="base URL of the case's API (e.g. http://127.0.0.1:8000/tickets); default: start the "
+                        "reference target on 127.0.0.1")
+    r.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"))
+    r.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
+                   help="policy of the reference target started when no --target-url is given")
+    r.add_argument("--burst-requests", type=_positive(int), default=20_000)
+    r.add_argument("--burst-capacity", type=_positive(int), default=500)
+    r.add_argument("--threads", type=_positive(int), default=16)
+    r.add_argument("--skip-properties", action="store_true", help="only the burst and the in-process opening")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            from targets.tickets.server import serve
+
+            print(f"peakproof: serving {args.case} (policy {args.policy}) on http://{args.host}:{args.port}/tickets "
+                  f"(db {args.db})", file=sys.stderr, flush=True)
+            serve(args.host, args.port, Path(args.db), policy=args.policy, admin_token=args.admin_token,
+                  hold_seconds=args.hold_seconds, lease_seconds=args.lease_seconds, threads=args.threads,
+                  durability=args.durability)
+            return 0
+        from .runner import run
+
+        return run(args)
+    except PeakproofError as e:
+        print(f"peakproof: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Start a reference target as a child process on 127.0.0.1, wait for it, stop it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import requests
+
+from .errors import TargetError
+
+CASES = {"tickets": "/tickets"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServedTarget:
+    """``with ServedTarget("tickets", policy="none") as t: t.url`` -> a live reference server.
+
+    The server is a separate process (``python -m peakproof serve ...``) so it has its own
+    GIL and can be killed and restarted on the same database (``restart()``).
+    """
+
+    def __init__(self, case: str = "tickets", *, port: int | None = None, db: str | Path | None = None,
+                 extra: Sequence[str] = (), startup_timeout: float = 20.0, **options: object) -> None:
+        if case not in CASES:
+            raise TargetError(f"no reference target {case!r}; expected one of {', '.join(CASES)}")
+        self.case = case
+        self.port = port or free_port()
+        self._tmp = None
+        if db is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"peakproof-{case}-")
+            db = Path(self._tmp.name) / f"{case}.sqlite3"
+        self.db = Path(db)
+        self.options = options
+        self.extra = list(extra)
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(tempfile.mkstemp(prefix=f"peakproof-{case}-", suffix=".log")[1])
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.base + CASES[self.case]
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "peakproof", "serve", self.case, "--host", "127.0.0.1",
+               "--port", str(self.port), "--db", str(self.db)]
+        for k, v in self.options.items():
+            if v is not None:
+                cmd += [f"--{k.replace('_', '-')}", str(v)]
+        return cmd + self.extra
+
+    def start(self) -> "ServedTarget":
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TargetError(f"the {self.case} target exited with {self.proc.returncode} while starting:\n"
+                                  + self.log.read_text(errors="replace")[-2000:])
+            try:
+                if requests.get(self.url + "/health", timeout=0.5).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise TargetError(f"the {self.case} target did not answer on {self.url}/health within "
+                          f"{self.startup_timeout} s; log: {self.log}")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def restart(self, kill: bool = True) -> "ServedTarget":
+        """Stop (SIGKILL by default: a crash, not a clean shutdown) and start on the same db."""
+        self.stop(kill=kill)
+        return self.start()
+
+    def __enter__(self) -> "ServedTarget":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        self.log.unlink(missing_ok=True)

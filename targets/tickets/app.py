@@ -1,0 +1,230 @@
+"""The tickets core served over HTTP: a raw ASGI app plus its real-time adapters.
+
+Lean on purpose: no framework, because the sold-out path must run close to what a bare
+ASGI app reaches (the opening sends 20,000 requests/s and 196,429 of them are refused).
+That path, and replays, are decided on the event loop without touching the quota row;
+everything that reads or writes the row runs on a thread pool, so concurrency is real and
+the locking policy, not the event loop, is what keeps the counts right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from .core import InvalidRequest, Reservation, TicketError, TicketsCore
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+MAX_BODY = 64 * 1024
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("PUT", re.compile(r"/quotas/([^/]+)"), "put_quota"),
+    ("GET", re.compile(r"/quotas/([^/]+)"), "get_quota"),
+    ("POST", re.compile(r"/quotas/([^/]+)/reservations"), "reserve"),
+    ("GET", re.compile(r"/quotas/([^/]+)/stats"), "quota_stats"),
+    ("POST", re.compile(r"/reservations/([^/]+)/confirm"), "confirm"),
+    ("POST", re.compile(r"/reservations/([^/]+)/cancel"), "cancel"),
+    ("GET", re.compile(r"/reservations/([^/]+)"), "get_reservation"),
+    ("GET", re.compile(r"/openapi\.json"), "openapi_doc"),
+    ("GET", re.compile(r"/health"), "health"),
+]
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def reservation_json(r: Reservation) -> dict[str, Any]:
+    return {"reservation_id": r.reservation_id, "quota_id": r.quota_id, "buyer_id": r.buyer_id,
+            "request_id": r.request_id, "quantity": r.quantity, "status": r.status,
+            "expires_at": rfc3339(r.expires_at)}
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class TicketsApp:
+    """ASGI application for one :class:`TicketsCore`, mounted under ``prefix``."""
+
+    def __init__(self, core: TicketsCore, *, admin_token: str | None = None, prefix: str = "/tickets",
+                 threads: int = 32, default_hold_seconds: float = 120.0) -> None:
+        self.core = core
+        self.default_hold_seconds = default_hold_seconds
+        self.admin_token = admin_token
+        self.prefix = prefix.rstrip("/")
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tickets")
+        self.requests_seen = 0  # independent arrival counter (target side)
+        self._openapi_bytes = OPENAPI_PATH.read_bytes()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        self.requests_seen += 1
+        try:
+            status, payload = await self._dispatch(scope, receive)
+        except _HttpError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except TicketError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message, **e.extra}
+        except Exception as e:  # a bug in the target must still answer in the contract's shape
+            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _dispatch(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
+        path: str = scope["path"]
+        if path == "/openapi.json":
+            return 200, self._openapi_bytes
+        if not path.startswith(self.prefix + "/"):
+            raise _HttpError(404, "not_found", f"no route {path}; the tickets API is under {self.prefix}/")
+        path = path[len(self.prefix):]
+        method = scope["method"]
+        allowed = []
+        for verb, pattern, name in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m is None:
+                continue
+            if verb != method:
+                allowed.append(verb)
+                continue
+            body = await _read_body(receive) if method in ("PUT", "POST") else b""
+            return await getattr(self, "_" + name)(scope, body, *m.groups())
+        if allowed:
+            raise _HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+        raise _HttpError(404, "not_found", f"no route {method} {path}")
+
+    async def _in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    # -- handlers ------------------------------------------------------------------------
+
+    async def _put_quota(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
+        if self.admin_token is not None:
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if auth != f"Bearer {self.admin_token}":
+                raise _HttpError(401, "unauthorized",
+                                 "PUT /quotas needs 'Authorization: Bearer <admin token>' (the server's --admin-token)")
+        doc = _json_object(body, required=("capacity",))
+        hold = doc.get("hold_seconds", self.default_hold_seconds)
+        row = await self._in_pool(self.core.put_quota, quota_id, doc["capacity"], hold)
+        return 200, _quota_json(row)
+
+    async def _get_quota(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
+        return 200, _quota_json(await self._in_pool(self.core.get_quota, quota_id))
+
+    async def _quota_stats(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
+        # Not part of the contract: the reference target's own counters, for the harness.
+        return 200, {"quota_id": quota_id, "lock_acquisitions": self.core.lock_acquisitions(quota_id),
+                     "row_reads": self.core.row_reads(quota_id),
+                     "fast_rejections": self.core.stats.fast_rejections,
+                     "conflicts": self.core.stats.conflicts, "requests_seen": self.requests_seen}
+
+    async def _reserve(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
+        doc = _json_object(body, required=("buyer_id", "quantity", "request_id"))
+        args = (quota_id, doc["buyer_id"], doc["quantity"], doc["request_id"])
+        replay = self.core.reserve_fast(*args)  # raises SoldOut etc. on the event loop
+        if replay is not None:
+            return 200, reservation_json(replay)
+        res, created = await self._in_pool(self.core.run, self.core.reserve_steps(*args))
+        return (201 if created else 200), reservation_json(res)
+
+    async def _confirm(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
+        return 200, reservation_json(await self._in_pool(self.core.confirm, rid))
+
+    async def _cancel(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
+        return 200, reservation_json(await self._in_pool(self.core.cancel, rid))
+
+    async def _get_reservation(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
+        return 200, reservation_json(await self._in_pool(self.core.get_reservation, rid))
+
+    async def _openapi_doc(self, scope: Scope, body: bytes) -> tuple[int, Any]:
+        return 200, self._openapi_bytes
+
+    async def _health(self, scope: Scope, body: bytes) -> tuple[int, Any]:
+        return 200, {"status": "ok", "policy": self.core.policy}
+
+
+def _quota_json(row: Any) -> dict[str, Any]:
+    return {"quota_id": row.quota_id, "capacity": row.capacity, "available": row.available,
+            "held": row.held, "sold": row.sold, "hold_seconds": row.hold_seconds}
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _HttpError(413, "body_too_large", f"request body over {MAX_BODY} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _json_object(body: bytes, required: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidRequest(f"the body must be a JSON object; could not parse it: {e}") from None
+    if not isinstance(doc, dict):
+        raise InvalidRequest(f"the body must be a JSON object; got {type(doc).__name__}")
+    missing = [k for k in required if k not in doc]
+    if missing:
+        raise InvalidRequest(f"missing field(s) {', '.join(missing)}; expected {', '.join(required)}")
+    return doc
+
+
+class Supervisor:
+    """Releases expired holds in real time (the seed's scheduler-agent-supervisor)."""
+
+    def __init__(self, core: TicketsCore, interval: float = 0.1) -> None:
+        self.core = core
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tickets-supervisor", daemon=True)
+
+    def start(self) -> "Supervisor":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.core.release_expired()
+            except Exception:  # never let the supervisor die; the next round retries
+                time.sleep(self.interval)

@@ -1,0 +1,543 @@
+"""The tickets reference core: a quota, holds, sales, expiry and cancellation.
+
+Sans-I/O: the core never reads a wall clock and starts no threads. It is told the time
+through an injected ``clock`` callable and persists through a ``store`` object
+(:mod:`targets.tickets.store`). Every mutation of the quota row is written as a generator
+of *steps* (a :class:`Wait` when the lock is busy, :data:`READ` between reading the row
+and writing it back), so the same code runs
+
+* to completion in real time (``core.reserve(...)``: a blocked lock waits on a condition),
+* step by step under a chosen schedule (:class:`targets.tickets.interleave.Scheduler`),
+  which is how a property test explores interleavings of concurrent buyers.
+
+Locking policies (the seed's three disciplines, ``bilet/cekisme.mjs``):
+
+* ``pessimistic`` (default, the chosen design): the decision is made under the quota
+  row's lock, held as a *lease* so a holder that dies does not block sales forever; the
+  write is fenced by the row version so a holder whose lease ran out cannot write.
+* ``optimistic``: read, decide, compare-and-set on the row version; retry budget 3.
+* ``none``: read, decide, blind write (the seed's unprotected discipline; oversells).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Callable, Generator, Literal, Protocol
+
+Policy = Literal["pessimistic", "optimistic", "none"]
+POLICIES: tuple[str, ...] = ("pessimistic", "optimistic", "none")
+Status = Literal["held", "sold", "expired", "cancelled"]
+
+READ = "read"  # step: the row was read; the write comes at the next step
+
+DEFAULT_HOLD_SECONDS = 120.0  # BS4
+DEFAULT_RETRY_BUDGET = 3  # BS8
+DEFAULT_LEASE_SECONDS = 2.0
+DEFAULT_MAX_PER_REQUEST = 10
+
+
+class TicketError(Exception):
+    """A definite refusal. ``code`` is the contract's stable error code."""
+
+    status = 400
+    code = "invalid_request"
+
+    def __init__(self, message: str, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class InvalidRequest(TicketError):
+    status, code = 400, "invalid_request"
+
+
+class UnknownQuota(TicketError):
+    status, code = 404, "unknown_quota"
+
+
+class UnknownReservation(TicketError):
+    status, code = 404, "unknown_reservation"
+
+
+class SoldOut(TicketError):
+    status, code = 409, "sold_out"
+
+
+class Contention(TicketError):
+    """Optimistic retry budget exhausted: the buyer is turned away (the seed's 'red')."""
+
+    status, code = 409, "contention"
+
+
+class Expired(TicketError):
+    status, code = 409, "expired"
+
+
+class Cancelled(TicketError):
+    status, code = 409, "cancelled"
+
+
+class IdempotencyKeyReused(TicketError):
+    status, code = 422, "idempotency_key_reused"
+
+
+class Busy(TicketError):
+    """The lock could not be had in time, or a lease was lost mid-write. Nothing changed."""
+
+    status, code = 503, "busy"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRow:
+    quota_id: str
+    capacity: int
+    available: int
+    held: int
+    sold: int
+    hold_seconds: float
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    reservation_id: str
+    quota_id: str
+    buyer_id: str
+    request_id: str
+    quantity: int
+    status: Status
+    created_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One atomic write: the new quota row plus at most one reservation insert/transition.
+
+    ``expected_version`` None means a blind write (policy ``none``). ``status_from`` makes
+    the reservation transition conditional, so units return to stock exactly once.
+    """
+
+    row: QuotaRow
+    expected_version: int | None
+    insert: Reservation | None = None
+    transition: tuple[str, Status, Status] | None = None  # (reservation id, from, to)
+
+
+class Store(Protocol):
+    """Persistence for the core. ``apply`` is atomic: all of a Change or nothing."""
+
+    def load_quotas(self) -> list[QuotaRow]: ...
+    def load_held(self) -> list[Reservation]: ...
+    def read_quota(self, quota_id: str) -> QuotaRow | None: ...
+    def reset_quota(self, row: QuotaRow) -> None: ...
+    def apply(self, change: Change) -> str | None:
+        """None on success, else the reason: 'version', 'duplicate' or 'status'."""
+        ...
+    def get_reservation(self, reservation_id: str) -> Reservation | None: ...
+    def find_by_key(self, quota_id: str, buyer_id: str, request_id: str) -> Reservation | None: ...
+
+
+class Wait:
+    """Step: the lock is held by someone else; nothing progressed."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: "LeaseLock") -> None:
+        self.lock = lock
+
+
+class LeaseLock:
+    """The quota row's lock, held as a lease with a fencing token.
+
+    ``try_acquire`` is the only atomic primitive (a test-and-set, like a row lock in a
+    database); a holder past its lease loses the lock to the next taker.
+    """
+
+    def __init__(self, lease_seconds: float) -> None:
+        self.lease_seconds = lease_seconds
+        self._cond = threading.Condition(threading.Lock())
+        self._holder: object | None = None
+        self._until = 0.0
+        self.acquisitions = 0
+        self.steals = 0  # acquisitions that took over an expired lease
+
+    def try_acquire(self, owner: object, now: float) -> bool:
+        with self._cond:
+            if self._holder is not None and self._holder is not owner and now < self._until:
+                return False
+            if self._holder is not None and self._holder is not owner:
+                self.steals += 1
+            self._holder, self._until = owner, now + self.lease_seconds
+            self.acquisitions += 1
+            return True
+
+    def release(self, owner: object) -> None:
+        with self._cond:
+            if self._holder is owner:
+                self._holder = None
+                self._cond.notify()
+
+    def wait(self, timeout: float) -> None:
+        """Real-time adapters block here between attempts; virtual time never does."""
+        with self._cond:
+            if self._holder is not None:
+                self._cond.wait(timeout)
+
+    @property
+    def held_by(self) -> object | None:
+        return self._holder
+
+
+@dataclass
+class _QuotaState:
+    """Per-quota runtime state that never needs the row lock."""
+
+    lock: LeaseLock
+    capacity: int
+    hold_seconds: float
+    available_hint: int  # last committed 'available'; the sold-out fast path reads it
+    hint_version: int
+    expiries: list[tuple[float, str]] = field(default_factory=list)  # heap
+    row_reads: int = 0  # how often the quota row itself was read
+
+
+@dataclass
+class Stats:
+    fast_rejections: int = 0
+    conflicts: int = 0
+    wait_steps: int = 0
+
+
+Steps = Generator["str | Wait", None, object]
+
+
+class TicketsCore:
+    """The chosen design of Case T. Thread-safe when its store is."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float],
+        *,
+        policy: Policy = "pessimistic",
+        retry_budget: int = DEFAULT_RETRY_BUDGET,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        lock_wait_seconds: float = 5.0,
+        max_per_request: int = DEFAULT_MAX_PER_REQUEST,
+        id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+        self.store = store
+        self.clock = clock
+        self.policy = policy
+        self.retry_budget = retry_budget
+        self.lease_seconds = lease_seconds
+        self.lock_wait_seconds = lock_wait_seconds
+        self.max_per_request = max_per_request
+        self.stats = Stats()
+        self._hint_mutex = threading.Lock()
+        self._owners = itertools.count()
+        self._new_id = id_factory or (lambda: uuid.uuid4().hex)
+        self._quotas: dict[str, _QuotaState] = {}
+        for row in store.load_quotas():
+            self._quotas[row.quota_id] = self._state_for(row)
+        for res in store.load_held():
+            heapq.heappush(self._quotas[res.quota_id].expiries, (res.expires_at, res.reservation_id))
+
+    # -- quotas ---------------------------------------------------------------------------
+
+    def _state_for(self, row: QuotaRow) -> _QuotaState:
+        return _QuotaState(LeaseLock(self.lease_seconds), row.capacity, row.hold_seconds,
+                           row.available, row.version)
+
+    def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = DEFAULT_HOLD_SECONDS) -> QuotaRow:
+        """Create or reset a quota (admin). Drops its reservations."""
+        _require_id("quota_id", quota_id)
+        if not _is_int(capacity) or capacity < 0:
+            raise InvalidRequest(f"capacity must be an integer >= 0; got {capacity!r}")
+        if not _is_number(hold_seconds) or not 0 < hold_seconds <= 86_400:
+            raise InvalidRequest(f"hold_seconds must be a number in (0, 86400]; got {hold_seconds!r}")
+        row = QuotaRow(quota_id, capacity, capacity, 0, 0, float(hold_seconds), 0)
+        self.store.reset_quota(row)
+        self._quotas[quota_id] = self._state_for(row)
+        return row
+
+    def get_quota(self, quota_id: str) -> QuotaRow:
+        qs = self._state(quota_id)
+        self._expire_due(quota_id, qs)
+        row = self.store.read_quota(quota_id)
+        assert row is not None
+        return row
+
+    def lock_acquisitions(self, quota_id: str) -> int:
+        return self._state(quota_id).lock.acquisitions
+
+    def row_reads(self, quota_id: str) -> int:
+        return self._state(quota_id).row_reads
+
+    def _state(self, quota_id: str) -> _QuotaState:
+        qs = self._quotas.get(quota_id)
+        if qs is None:
+            raise UnknownQuota(f"no quota {quota_id!r}; create it with PUT /quotas/{{quota_id}}")
+        return qs
+
+    # -- reservations ----------------------------------------------------------------------
+
+    def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> tuple[Reservation, bool]:
+        """Hold ``quantity`` units. Returns (reservation, created); created False = replay."""
+        done = self.reserve_fast(quota_id, buyer_id, quantity, request_id)
+        if done is not None:
+            return done, False
+        return self.run(self.reserve_steps(quota_id, buyer_id, quantity, request_id))  # type: ignore[return-value]
+
+    def reserve_fast(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> Reservation | None:
+        """Everything decidable without the quota row: validation, replay, sold-out.
+
+        Returns the replayed reservation, raises a TicketError, or returns None when the
+        request needs the row (then run :meth:`reserve_steps`). Cheap on purpose: this is
+        the path of the ~196,429 requests that arrive after sell-out.
+        """
+        # Exact type checks, not isinstance: this runs ~200,000 times in an opening.
+        if type(quantity) is not int or not 1 <= quantity <= self.max_per_request:
+            raise InvalidRequest(f"quantity must be an integer from 1 to {self.max_per_request}; got {quantity!r}")
+        if type(buyer_id) is not str or not 0 < len(buyer_id) <= 200:
+            _require_id("buyer_id", buyer_id)
+        if type(request_id) is not str or not 0 < len(request_id) <= 200:
+            _require_id("request_id", request_id)
+        qs = self._quotas.get(quota_id)
+        if qs is None:
+            raise UnknownQuota(f"no quota {quota_id!r}; create it with PUT /quotas/{{quota_id}}")
+        prior = self.store.find_by_key(quota_id, buyer_id, request_id)
+        if prior is not None:
+            if prior.quantity != quantity:
+                raise IdempotencyKeyReused(
+                    f"request_id {request_id!r} was used for quantity {prior.quantity}; got {quantity}. "
+                    "Use a new request_id for a different request.")
+            return prior
+        if qs.available_hint < quantity:
+            # A stale flag would be a valid rejection while stock remains: release holds
+            # that are due first (a heap peek; the lock only when something is due).
+            if _due(qs, self.clock()):
+                self._expire_due(quota_id, qs)
+            if qs.available_hint < quantity:
+                self.stats.fast_rejections += 1
+                raise SoldOut(f"only {qs.available_hint} available; asked {quantity}", available=qs.available_hint)
+        return None
+
+    def reserve_steps(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> Steps:
+        qs = self._state(quota_id)
+
+        def decide(row: QuotaRow, now: float) -> Change:
+            if row.available < quantity:
+                raise SoldOut(f"only {row.available} available; asked {quantity}", available=row.available)
+            res = Reservation(self._new_id(), quota_id, buyer_id, request_id, quantity, "held",
+                              now, now + row.hold_seconds)
+            new = replace(row, available=row.available - quantity, held=row.held + quantity)
+            return Change(new, None, insert=res)
+
+        change = yield from self._mutate(quota_id, qs, decide)
+        if change is None:  # lost the idempotency race to a concurrent replay
+            prior = self.store.find_by_key(quota_id, buyer_id, request_id)
+            assert prior is not None
+            if prior.quantity != quantity:
+                raise IdempotencyKeyReused(f"request_id {request_id!r} was used for quantity {prior.quantity}")
+            return prior, False
+        assert change.insert is not None
+        heapq.heappush(qs.expiries, (change.insert.expires_at, change.insert.reservation_id))
+        return change.insert, True
+
+    def confirm(self, reservation_id: str) -> Reservation:
+        """Turn a hold into a sale. Replay-safe: confirming a sale returns it."""
+        res = self._reservation(reservation_id)
+        if res.status == "sold":
+            return res
+        qs = self._state(res.quota_id)
+        if res.status == "held" and res.expires_at <= self.clock():
+            self._expire_due(res.quota_id, qs)  # the supervisor may be late; the window is not
+            res = self._reservation(reservation_id)
+        if res.status == "expired":
+            raise Expired(f"reservation {reservation_id} expired at {res.expires_at}")
+        if res.status == "cancelled":
+            raise Cancelled(f"reservation {reservation_id} was cancelled")
+
+        def decide(row: QuotaRow, now: float) -> Change:
+            if now >= res.expires_at:  # decided under the lock: the window is the window
+                raise Expired(f"reservation {reservation_id} expired at {res.expires_at}")
+            new = replace(row, held=row.held - res.quantity, sold=row.sold + res.quantity)
+            return Change(new, None, transition=(reservation_id, "held", "sold"))
+
+        self.run(self._mutate(res.quota_id, qs, decide))
+        return self.confirm(reservation_id)  # re-read: a lost transition race resolves here
+
+    def cancel(self, reservation_id: str) -> Reservation:
+        """Cancel a hold or a sale; its units return to stock exactly once. Replay-safe."""
+        res = self._reservation(reservation_id)
+        if res.status in ("cancelled", "expired"):
+            if res.status == "expired":
+                raise Expired(f"reservation {reservation_id} expired; nothing to cancel")
+            return res
+        qs = self._state(res.quota_id)
+        was = res.status
+
+        def decide(row: QuotaRow, now: float) -> Change:
+            if was == "held":
+                new = replace(row, held=row.held - res.quantity, available=row.available + res.quantity)
+            else:
+                new = replace(row, sold=row.sold - res.quantity, available=row.available + res.quantity)
+            return Change(new, None, transition=(reservation_id, was, "cancelled"))
+
+        self.run(self._mutate(res.quota_id, qs, decide))
+        return self.cancel(reservation_id)
+
+    def get_reservation(self, reservation_id: str) -> Reservation:
+        res = self._reservation(reservation_id)
+        if res.status == "held" and res.expires_at <= self.clock():
+            self._expire_due(res.quota_id, self._state(res.quota_id))
+            res = self._reservation(reservation_id)
+        return res
+
+    def _reservation(self, reservation_id: str) -> Reservation:
+        if not isinstance(reservation_id, str) or not reservation_id:
+            raise InvalidRequest("reservation id must be a non-empty string")
+        res = self.store.get_reservation(reservation_id)
+        if res is None:
+            raise UnknownReservation(f"no reservation {reservation_id!r}")
+        return res
+
+    # -- the supervisor ---------------------------------------------------------------------
+
+    def release_expired(self, now: float | None = None) -> int:
+        """Release every hold whose window has passed. Returns the units released."""
+        del now  # the core's clock is the authority; the parameter documents the call site
+        total = 0
+        for quota_id, qs in list(self._quotas.items()):
+            total += self._expire_due(quota_id, qs)
+        return total
+
+    def next_expiry(self) -> float | None:
+        heads = [qs.expiries[0][0] for qs in self._quotas.values() if qs.expiries]
+        return min(heads) if heads else None
+
+    def _expire_due(self, quota_id: str, qs: _QuotaState) -> int:
+        released = 0
+        while _due(qs, self.clock()):
+            try:
+                _, rid = heapq.heappop(qs.expiries)
+            except IndexError:  # another thread emptied it first
+                break
+            res = self.store.get_reservation(rid)
+            if res is None or res.status != "held" or res.quota_id != quota_id:
+                continue
+
+            def decide(row: QuotaRow, now: float, res: Reservation = res) -> Change:
+                new = replace(row, held=row.held - res.quantity, available=row.available + res.quantity)
+                return Change(new, None, transition=(res.reservation_id, "held", "expired"))
+
+            try:
+                if self.run(self._mutate(quota_id, qs, decide)) is not None:
+                    released += res.quantity
+            except Busy:
+                heapq.heappush(qs.expiries, (res.expires_at, rid))  # try again next round
+                break
+        return released
+
+    # -- the policy: one place where the quota row is read and written -----------------------
+
+    def _mutate(self, quota_id: str, qs: _QuotaState, decide: Callable[[QuotaRow, float], Change]) -> Steps:
+        """Read the row, decide, write it back, under the configured discipline.
+
+        Yields WAIT while the lock is busy and READ between read and write. Returns the
+        applied Change, or None when a conditional part (duplicate key, reservation status)
+        did not hold, in which case nothing was written.
+        """
+        owner = object() if self.policy == "pessimistic" else None
+        if owner is not None:
+            wait = Wait(qs.lock)
+            while not qs.lock.try_acquire(owner, self.clock()):
+                self.stats.wait_steps += 1
+                yield wait
+        try:
+            attempts = 0
+            while True:
+                attempts += 1
+                row = self.store.read_quota(quota_id)
+                qs.row_reads += 1
+                if row is None:
+                    raise UnknownQuota(f"quota {quota_id!r} was removed")
+                yield READ
+                change = decide(row, self.clock())
+                fenced = self.policy != "none"  # pessimistic: the version is the fencing token
+                change = replace(change, expected_version=row.version if fenced else None,
+                                 row=replace(change.row, version=row.version + 1))
+                failed = self.store.apply(change)
+                if failed is None:
+                    self._publish(qs, change.row)
+                    return change
+                if failed != "version":
+                    return None
+                self.stats.conflicts += 1
+                if self.policy == "pessimistic":
+                    raise Busy("the lock's lease ran out before the write; nothing was written")
+                if attempts >= self.retry_budget:
+                    raise Contention(
+                        f"the quota row changed under this request {attempts} times "
+                        f"(retry budget {self.retry_budget}); try again")
+        finally:
+            if owner is not None:
+                qs.lock.release(owner)
+
+    def _publish(self, qs: _QuotaState, row: QuotaRow) -> None:
+        # Only a newer version may move the hint, or a late writer could leave a stale
+        # 'sold out' behind (a valid rejection while stock remains).
+        with self._hint_mutex:
+            if row.version > qs.hint_version or self.policy == "none":
+                qs.available_hint, qs.hint_version = row.available, row.version
+
+    def run(self, steps: Steps) -> object:
+        """Run a step generator to completion in real time (the threaded adapter's runner).
+
+        A busy lock is waited on for real, up to ``lock_wait_seconds`` of monotonic time;
+        then the request is refused with Busy and nothing has changed.
+        """
+        deadline = None
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, Wait):
+                    now = time.monotonic()
+                    deadline = deadline or now + self.lock_wait_seconds
+                    if now >= deadline:
+                        steps.close()
+                        raise Busy(f"waited {self.lock_wait_seconds:.2f} s for the quota lock; try again")
+                    step.lock.wait(min(0.05, self.lease_seconds, deadline - now))
+                step = steps.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _due(qs: _QuotaState, now: float) -> bool:
+    try:
+        return bool(qs.expiries) and qs.expiries[0][0] <= now
+    except IndexError:  # emptied by another thread between the two looks
+        return False
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _require_id(name: str, value: object) -> None:
+    if type(value) is not str or not 0 < len(value) <= 200:  # str subclasses would not round-trip
+        raise InvalidRequest(f"{name} must be a string of 1 to 200 characters; got {value!r:.60}")

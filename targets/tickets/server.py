@@ -1,0 +1,32 @@
+"""Run the tickets reference target for real: SQLite store, wall clock, supervisor, uvicorn."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .app import Supervisor, TicketsApp
+from .core import Policy, TicketsCore
+from .store import SqliteStore
+
+
+def build_app(db: str | Path, *, policy: Policy = "pessimistic", admin_token: str | None = None,
+              hold_seconds: float = 120.0, lease_seconds: float = 2.0, threads: int = 32,
+              durability: str = "normal") -> tuple[TicketsApp, Supervisor]:
+    core = TicketsCore(SqliteStore(db, durability=durability), time.time, policy=policy,
+                       lease_seconds=lease_seconds)
+    app = TicketsApp(core, admin_token=admin_token, threads=threads, default_hold_seconds=hold_seconds)
+    return app, Supervisor(core)
+
+
+def serve(host: str, port: int, db: str | Path, **options: object) -> None:
+    """Serve until interrupted. Loopback by default; uvloop + httptools for the hot path."""
+    import uvicorn
+
+    app, supervisor = build_app(db, **options)  # type: ignore[arg-type]
+    supervisor.start()
+    try:
+        uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
+                    access_log=False, log_level="warning", backlog=4096, timeout_keep_alive=30)
+    finally:
+        supervisor.stop()
