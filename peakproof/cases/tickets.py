@@ -23,7 +23,7 @@ from .tickets_checks import (TICKETS_CHECKS, TicketsAnalysis, Tolerance, check_t
                              units_return_exactly_once)
 
 __all__ = ["TicketsDriver", "InProcessTickets", "HttpTickets", "OpeningWorkload", "replay_opening",
-           "load_driver", "concurrent_burst", "TICKETS_CHECKS", "TicketsAnalysis", "Tolerance", "check_tickets", "no_oversell",
+           "load_driver", "concurrent_burst", "interleaved_reservations", "TICKETS_CHECKS", "TicketsAnalysis", "Tolerance", "check_tickets", "no_oversell",
            "stock_is_conserved", "no_valid_rejection", "reservation_is_idempotent",
            "expired_hold_is_never_sold", "units_return_exactly_once"]
 
@@ -389,3 +389,51 @@ def concurrent_burst(make_driver: Callable[[History], TicketsDriver], *, capacit
         raise errors[0]
     setup.read_quota(quota_id)
     return quota_id, history
+
+
+def interleaved_reservations(policy: str, capacity: int, quantities: list[int], workers: int,
+                             schedule: list[int], *, retry_budget: int = 3) -> tuple[Any, Any]:
+    """Reservations of ``quantities`` taken from a queue by ``workers``, stepped by ``schedule``.
+
+    Returns (scheduler, core): ``scheduler.history`` is judged by the tickets checks and
+    ``scheduler.render()`` is the interleaving, one line a step.
+    """
+    from targets.tickets import InMemoryStore, TicketError, TicketsCore
+    from targets.tickets.core import Wait
+
+    from ..interleave import Scheduler
+
+    clock = VirtualClock()
+    core = TicketsCore(InMemoryStore(), clock, policy=policy, retry_budget=retry_budget,  # type: ignore[arg-type]
+                       id_factory=_counter_ids())
+    hold = 86_400.0  # the step counter is the history's clock; holds must not lapse mid-run
+
+    def reserve_task(buyer: str, qty: int, rid: str) -> Callable[[], Any]:
+        def task() -> Any:
+            replay = core.reserve_fast("q", buyer, qty, rid)  # runs inside the first step
+            if replay is not None:
+                return _res(replay)
+            res, _created = yield from core.reserve_steps("q", buyer, qty, rid)
+            return _res(res)
+        return task
+
+    def classify(exc: BaseException) -> tuple[str, Any] | None:
+        if isinstance(exc, TicketError):
+            return (FAIL if exc.status < 500 else INFO), exc.code
+        return None
+
+    queue = [("reserve", {"quota_id": "q", "buyer_id": f"b{i}", "quantity": q, "request_id": f"r{i}"},
+              reserve_task(f"b{i}", q, f"r{i}")) for i, q in enumerate(quantities)]
+    sched = Scheduler(workers, queue, classify, is_wait=lambda s: isinstance(s, Wait))
+    h = sched.history
+    setup = h.invoke("setup", "put_quota", {"quota_id": "q", "capacity": capacity, "hold_seconds": hold})
+    h.complete(setup, OK, _quota(core.put_quota("q", capacity, hold)))
+    sched.run(schedule)
+    read = h.invoke("setup", "read_quota", {"quota_id": "q"})
+    h.complete(read, OK, _quota(core.get_quota("q")))
+    return sched, core
+
+
+def _counter_ids() -> Callable[[], str]:
+    counter = iter(range(1, 1 << 62))
+    return lambda: f"res-{next(counter)}"

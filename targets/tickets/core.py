@@ -34,6 +34,7 @@ POLICIES: tuple[str, ...] = ("pessimistic", "optimistic", "none")
 Status = Literal["held", "sold", "expired", "cancelled"]
 
 READ = "read"  # step: the row was read; the write comes at the next step
+REREAD = "write lost a version race; read again"  # optimistic: a conflict, then a new read
 
 DEFAULT_HOLD_SECONDS = 120.0  # BS4
 DEFAULT_RETRY_BUDGET = 3  # BS8
@@ -454,7 +455,8 @@ class TicketsCore:
     def _mutate(self, quota_id: str, qs: _QuotaState, decide: Callable[[QuotaRow, float], Change]) -> Steps:
         """Read the row, decide, write it back, under the configured discipline.
 
-        Yields WAIT while the lock is busy and READ between read and write. Returns the
+        Yields a Wait while the lock is busy and READ (REREAD after a conflict) between read
+        and write. Returns the
         applied Change, or None when a conditional part (duplicate key, reservation status)
         did not hold, in which case nothing was written.
         """
@@ -472,7 +474,7 @@ class TicketsCore:
                 qs.row_reads += 1
                 if row is None:
                     raise UnknownQuota(f"quota {quota_id!r} was removed")
-                yield READ
+                yield READ if attempts == 1 else REREAD
                 change = decide(row, self.clock())
                 fenced = self.policy != "none"  # pessimistic: the version is the fencing token
                 change = replace(change, expected_version=row.version if fenced else None,

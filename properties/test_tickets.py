@@ -1,0 +1,267 @@
+"""Case T invariants, stated as properties.
+
+* A state machine: reserve / replay / confirm / cancel / read / advance time, with every
+  tickets check asserted over the whole history after every step.
+* A concurrent burst: many threads reserving at once around sell-out (the race a
+  sequential machine cannot show). Runs over a URL too.
+* Interleavings: Hypothesis picks the schedule of concurrent reservations step by step
+  (the seed's contention model, over the real core). In-process only.
+* Robustness: malformed bodies, ids and quantities get a 4xx in the contract's error
+  shape, never a 5xx, and never change stock.
+
+``pytest properties/`` runs them against the in-process reference target;
+``--target-url URL`` against a server (the state machine, burst and robustness).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from urllib.parse import quote
+
+import pytest
+import requests
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved_reservations
+from peakproof.checks import assert_checks
+from peakproof.history import FAIL, OK
+from peakproof.pytest_plugin import TicketsTarget
+
+BUYERS = ["ayse", "mehmet", "zeynep", "can"]
+
+
+class TicketsMachine(RuleBasedStateMachine):
+    """One quota, a few buyers; the checks judge the history after every step."""
+
+    target_under_test: TicketsTarget  # set per test run
+
+    keys = Bundle("keys")
+
+    @initialize(capacity=st.integers(1, 8))
+    def open_quota(self, capacity: int) -> None:
+        self.d = self.target_under_test.new_driver()
+        self.quota = f"prop-{uuid.uuid4().hex[:12]}"
+        self.capacity = capacity
+        self.n = 0
+        self.ids: dict[tuple[str, str], str] = {}
+        self.qty: dict[tuple[str, str], int] = {}
+        op = self.d.put_quota(self.quota, capacity, self.target_under_test.hold_seconds)
+        assert op.type == OK, f"could not set up the quota: {op!r}"
+
+    @rule(target=keys, buyer=st.sampled_from(BUYERS), quantity=st.integers(1, 3))
+    def reserve(self, buyer: str, quantity: int) -> tuple[str, str]:
+        self.n += 1
+        key = (buyer, f"req-{self.n}")
+        self.qty[key] = quantity
+        self._remember(key, self.d.reserve(self.quota, buyer, quantity, key[1], process=buyer))
+        return key
+
+    @rule(key=keys)
+    def replay_the_same_request(self, key: tuple[str, str]) -> None:
+        self._remember(key, self.d.reserve(self.quota, key[0], self.qty[key], key[1], process=key[0]))
+
+    @rule(key=keys, more=st.integers(1, 2))
+    def reuse_a_request_id_for_another_quantity(self, key: tuple[str, str], more: int) -> None:
+        op = self.d.reserve(self.quota, key[0], self.qty[key] + more, key[1], process=key[0])
+        if key in self.ids:
+            assert op.type == FAIL and op.value == "idempotency_key_reused", (
+                f"reservation_is_idempotent: FAIL (the contract's 422): request id {key[1]} holds "
+                f"{self.qty[key]}; asking {self.qty[key] + more} with it must be refused with "
+                f"idempotency_key_reused. Actual: {op!r}")
+
+    @rule(key=keys)
+    def confirm(self, key: tuple[str, str]) -> None:
+        if key in self.ids:
+            self.d.confirm(self.ids[key], process=key[0])
+
+    @rule(key=keys)
+    def cancel(self, key: tuple[str, str]) -> None:
+        if key in self.ids:
+            self.d.cancel(self.ids[key], process=key[0])
+
+    @rule(key=keys)
+    def look_up(self, key: tuple[str, str]) -> None:
+        if key in self.ids:
+            op = self.d.get_reservation(self.ids[key], process=key[0])
+            assert op.type == OK, f"a reservation the target created must be readable. Actual: {op!r}"
+
+    @rule(data=st.data())
+    def time_passes(self, data: st.DataObject) -> None:
+        self.d.advance(data.draw(st.sampled_from(self.target_under_test.advance_choices), label="seconds"))
+
+    @invariant()
+    def every_check_holds(self) -> None:
+        if not hasattr(self, "d"):
+            return
+        self.d.read_quota(self.quota, process="reader")
+        assert_checks(check_tickets(self.d.history, self.d.tolerance))
+
+    def _remember(self, key: tuple[str, str], op: object) -> None:
+        if getattr(op, "type", None) == OK:
+            self.ids.setdefault(key, op.value["reservation_id"])  # type: ignore[attr-defined]
+
+    def teardown(self) -> None:
+        if hasattr(self, "d"):
+            note("history:\n" + "\n".join(repr(op) for op in self.d.history.ops[-40:]))
+
+
+def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: TicketsTarget) -> None:
+    class Machine(TicketsMachine):
+        target_under_test = tickets_target
+
+    # A URL runs in real time (time_passes sleeps), so it gets fewer, shorter runs than the
+    # profile's; virtual time takes the profile as it is.
+    run_state_machine_as_test(Machine, settings=None if tickets_target.in_process else settings(
+        settings.default, max_examples=min(settings.default.max_examples, 12), stateful_step_count=20))
+
+
+def test_a_concurrent_burst_around_sell_out_neither_oversells_nor_refuses_valid_buyers(
+        tickets_target: TicketsTarget) -> None:
+    requests_n = 3_000 if tickets_target.in_process else 4_000
+    quota_id, history = concurrent_burst(tickets_target.shared(), capacity=400, requests=requests_n, threads=16,
+                                         hold_seconds=600.0, deadline_seconds=120.0)
+    results = check_tickets(history, tickets_target.new_driver().tolerance)
+    counts = history.counts()
+    assert counts["invoke"] == 0, "every request must complete (ok, fail or info)"
+    assert counts["ok"] > 0, f"no reservation succeeded against {tickets_target.describe()}: {counts}"
+    assert_checks(results)
+
+
+# -- interleavings: Hypothesis is the scheduler -------------------------------------------------
+
+
+@st.composite
+def contention(draw: st.DrawFn) -> tuple[int, list[int], int, list[int]]:
+    workers = draw(st.integers(2, 4), label="workers")
+    quantities = draw(st.lists(st.integers(1, 2), min_size=2, max_size=8), label="quantities")
+    capacity = draw(st.integers(1, 2 * len(quantities)), label="capacity")
+    # Which worker steps next is drawn through a Hypothesis-controlled Random: it explores
+    # busy interleavings far better than a plain list of small integers (which leans to
+    # worker 0) and still shrinks to a short schedule.
+    rnd = draw(st.randoms(use_true_random=False), label="scheduler")
+    schedule = [rnd.randrange(workers) for _ in range(draw(st.integers(0, 60), label="steps"))]
+    return capacity, quantities, workers, schedule
+
+
+def interleavings_hold(policy: str, case: tuple[int, list[int], int, list[int]],
+                       only: tuple[str, ...] = ()) -> None:
+    """The property: under ``policy``, no schedule breaks a tickets invariant (or those in ``only``)."""
+    capacity, quantities, workers, schedule = case
+    sched, _core = interleaved_reservations(policy, capacity, quantities, workers, schedule)
+    failed = [r for r in check_tickets(sched.history, _core_tolerance()) if r.failed and (not only or r.name in only)]
+    if failed:
+        raise AssertionError(
+            f"policy {policy!r}, capacity {capacity}, {workers} workers, requests {quantities}, "
+            f"schedule {schedule}:\n"
+            + "\n".join(r.summary() for r in failed) + "\ninterleaving:\n" + sched.render())
+
+
+def _core_tolerance():  # virtual time: no slack
+    from peakproof.cases.tickets import Tolerance
+
+    return Tolerance(skew=0.0, release_grace=0.0)
+
+
+@pytest.fixture(scope="session")
+def in_process_policy(tickets_target: TicketsTarget) -> str:
+    if not tickets_target.in_process:
+        pytest.skip("interleavings step the reference core in-process; a URL cannot be stepped")
+    return tickets_target.policy
+
+
+@given(case=contention())
+def test_no_interleaving_of_concurrent_buyers_oversells_or_refuses_a_valid_buyer(
+        in_process_policy: str, case: tuple[int, list[int], int, list[int]]) -> None:
+    interleavings_hold(in_process_policy, case)
+
+
+# -- robustness over HTTP ---------------------------------------------------------------------
+
+_bad_quantity = st.one_of(st.integers(max_value=0), st.integers(min_value=11, max_value=10**30), st.floats(),
+                          st.text(max_size=5), st.booleans(), st.none(), st.lists(st.integers(), max_size=2))
+_bad_id = st.one_of(st.integers(), st.none(), st.just(""), st.text(min_size=201, max_size=260), st.booleans(),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_good_id = st.text(min_size=1, max_size=20)
+
+
+@st.composite
+def malformed_reservation_bodies(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["bytes", "not-an-object", "missing", "bad-quantity", "bad-id"]))
+    if kind == "bytes":
+        raw = draw(st.binary(max_size=64))
+        try:
+            if isinstance(json.loads(raw), dict):
+                raw = b"[" + raw  # a dict could be a valid request; make it invalid JSON
+        except ValueError:
+            pass
+        return raw
+    if kind == "not-an-object":
+        return json.dumps(draw(st.one_of(st.integers(), st.text(max_size=10), st.lists(st.integers(), max_size=3),
+                                         st.none()))).encode()
+    body = {"buyer_id": draw(_good_id), "quantity": draw(st.integers(1, 3)), "request_id": draw(_good_id)}
+    if kind == "missing":
+        for k in draw(st.lists(st.sampled_from(sorted(body)), min_size=1, unique=True)):
+            del body[k]
+    elif kind == "bad-quantity":
+        body["quantity"] = draw(_bad_quantity)
+    else:
+        body[draw(st.sampled_from(["buyer_id", "request_id"]))] = draw(_bad_id)
+    return json.dumps(body, allow_nan=True).encode()
+
+
+@pytest.fixture(scope="module")
+def robust_quota(tickets_url: str, request: pytest.FixtureRequest) -> tuple[str, requests.Session]:
+    session = requests.Session()
+    token = request.config.getoption("--admin-token")
+    quota = f"robust-{uuid.uuid4().hex[:10]}"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    r = session.put(f"{tickets_url}/quotas/{quota}", json={"capacity": 10, "hold_seconds": 600}, headers=headers,
+                    timeout=5)
+    assert r.status_code == 200, f"could not set up a quota on {tickets_url}: HTTP {r.status_code} {r.text[:200]}"
+    return quota, session
+
+
+def _assert_contract_error(resp: requests.Response, what: str) -> None:
+    assert 400 <= resp.status_code < 500, (
+        f"{what}: expected a 4xx refusal. Actual: HTTP {resp.status_code} {resp.text[:300]!r}")
+    try:
+        doc = resp.json()
+    except ValueError:
+        raise AssertionError(f"{what}: the error body must be JSON. Actual: {resp.text[:300]!r}") from None
+    assert isinstance(doc, dict) and isinstance(doc.get("error"), str) and isinstance(doc.get("message"), str), (
+        f"{what}: errors must be {{\"error\": code, \"message\": text}}. Actual: {doc!r}")
+
+
+def _assert_stock_untouched(url: str, quota: str, session: requests.Session) -> None:
+    q = session.get(f"{url}/quotas/{quota}", timeout=5).json()
+    assert (q["available"], q["held"], q["sold"]) == (10, 0, 0), f"a refused request changed stock: {q}"
+
+
+@given(body=malformed_reservation_bodies())
+def test_malformed_reservations_are_refused_with_a_4xx_and_change_no_stock(
+        tickets_url: str, robust_quota: tuple[str, requests.Session], body: bytes) -> None:
+    quota, session = robust_quota
+    resp = session.post(f"{tickets_url}/quotas/{quota}/reservations", data=body,
+                        headers={"Content-Type": "application/json"}, timeout=5)
+    _assert_contract_error(resp, f"POST reservations with body {body[:120]!r}")
+    _assert_stock_untouched(tickets_url, quota, session)
+
+
+@given(some_id=st.text(min_size=1, max_size=40), action=st.sampled_from(["confirm", "cancel", "get", "quota"]))
+def test_unknown_ids_get_a_404_in_the_contract_shape(
+        tickets_url: str, robust_quota: tuple[str, requests.Session], some_id: str, action: str) -> None:
+    quota, session = robust_quota
+    ident = "unknown-" + quote(some_id, safe="")
+    if action == "quota":
+        resp = session.post(f"{tickets_url}/quotas/{ident}/reservations", timeout=5,
+                            json={"buyer_id": "b", "quantity": 1, "request_id": "r"})
+    elif action == "get":
+        resp = session.get(f"{tickets_url}/reservations/{ident}", timeout=5)
+    else:
+        resp = session.post(f"{tickets_url}/reservations/{ident}/{action}", timeout=5)
+    _assert_contract_error(resp, f"{action} on unknown id {ident!r}")
+    assert resp.status_code == 404, f"{action} on an unknown id: expected 404. Actual: HTTP {resp.status_code}"
+    _assert_stock_untouched(tickets_url, quota, session)

@@ -1,0 +1,190 @@
+"""Quality: the tickets properties catch what they claim to catch.
+
+Each test runs a property against a deliberately broken target and passes only if the
+property fails, naming the right invariant. A property that cannot fail here would also
+pass against a broken staging system.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from peakproof.clock import VirtualClock
+from peakproof.cases.tickets import InProcessTickets, interleaved_reservations
+from peakproof.pytest_plugin import TicketsTarget
+from targets.tickets import InMemoryStore, Reservation, TicketsCore
+from targets.tickets.core import Change, QuotaRow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "properties"))
+from test_tickets import TicketsMachine, contention, interleavings_hold  # noqa: E402
+
+
+def failure_text(exc: BaseException) -> str:
+    """All messages of a failure, including every distinct bug Hypothesis reports in a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "\n".join(failure_text(e) for e in exc.exceptions)
+    return str(exc)
+
+
+def shrunk_failure(policy: str, only: tuple[str, ...]) -> tuple[tuple[int, list[int], int, list[int]], str]:
+    """Run the interleaving property under ``policy``; return Hypothesis's shrunk case and its report."""
+    failing: list[Any] = []
+
+    # A fixed search budget, so whether the bug is found does not depend on the profile.
+    @settings(settings.default, max_examples=max(settings.default.max_examples, 300))
+    @given(case=contention())
+    def prop(case: tuple[int, list[int], int, list[int]]) -> None:
+        try:
+            interleavings_hold(policy, case, only)
+        except AssertionError:
+            failing.append(case)
+            raise
+
+    with pytest.raises(AssertionError) as caught:
+        prop()
+    return failing[-1], failure_text(caught.value)  # Hypothesis replays the minimal example last
+
+
+def test_the_interleaving_property_finds_an_oversell_without_locking_and_shrinks_it_to_two_buyers() -> None:
+    (capacity, quantities, workers, schedule), report = shrunk_failure("none", ("no_oversell",))
+    print(f"\nshrunk: capacity {capacity}, requests {quantities}, {workers} workers, schedule {schedule}\n{report}")
+    assert "no_oversell: FAIL" in report
+    assert len(quantities) == 2 and workers == 2, "the minimal oversell needs two buyers"
+    assert len(schedule) <= 4, f"the schedule should shrink to a handful of steps; got {schedule}"
+    assert "step 2: worker 1" in report  # the interleaving itself is printed
+
+
+def test_the_interleaving_property_finds_a_valid_rejection_under_optimistic_locking() -> None:
+    (capacity, quantities, workers, schedule), report = shrunk_failure("optimistic", ("no_valid_rejection",))
+    print(f"\nshrunk: capacity {capacity}, requests {quantities}, {workers} workers, schedule {schedule}\n{report}")
+    assert "no_valid_rejection: FAIL" in report
+    assert "contention" in report
+    assert workers == 2 and len(schedule) <= 12
+
+
+def test_the_interleaving_property_holds_under_pessimistic_locking_for_the_shrunk_cases() -> None:
+    # the very schedules that break the other policies are harmless under the chosen design
+    for policy, check in (("none", "no_oversell"), ("optimistic", "no_valid_rejection")):
+        case, _ = shrunk_failure(policy, (check,))
+        interleavings_hold("pessimistic", case)
+
+
+# -- broken targets for the state machine -------------------------------------------------------
+
+
+class LeakyCancel(TicketsCore):
+    """Cancelling marks the reservation cancelled but never puts the units back."""
+
+    def cancel(self, reservation_id: str) -> Reservation:
+        res = self._reservation(reservation_id)
+        if res.status in ("held", "sold"):
+            row = self.store.read_quota(res.quota_id)
+            self.store.apply(Change(replace(row, version=row.version + 1), None,
+                                    transition=(reservation_id, res.status, "cancelled")))
+        return self._reservation(reservation_id)
+
+
+class DoubleReturn(TicketsCore):
+    """A replayed cancel returns the units a second time."""
+
+    def cancel(self, reservation_id: str) -> Reservation:
+        res = self._reservation(reservation_id)
+        if res.status == "cancelled":
+            row = self.store.read_quota(res.quota_id)
+            new = replace(row, available=row.available + res.quantity, version=row.version + 1)
+            self.store.apply(Change(new, None))
+            self._quotas[res.quota_id].available_hint = new.available
+            return res
+        return super().cancel(reservation_id)
+
+
+class ForgetfulIdempotency(TicketsCore):
+    """Ignores the request id: every retry opens a new reservation."""
+
+    def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> tuple[Reservation, bool]:
+        self._n = getattr(self, "_n", 0) + 1
+        return super().reserve(quota_id, buyer_id, quantity, f"{request_id}#{self._n}")
+
+
+class SellsExpiredHolds(TicketsCore):
+    """Confirm ignores the window: an expired hold is sold anyway."""
+
+    def confirm(self, reservation_id: str) -> Reservation:
+        res = self._reservation(reservation_id)
+        if res.status in ("held", "expired"):
+            row = self.store.read_quota(res.quota_id)
+            source = {"held": "held", "expired": "available"}[res.status]
+            new = replace(row, sold=row.sold + res.quantity, version=row.version + 1,
+                          **{source: getattr(row, source) - res.quantity})
+            self.store.apply(Change(new, None, transition=(reservation_id, res.status, "sold")))
+            self._quotas[res.quota_id].available_hint = new.available
+        return self._reservation(reservation_id)
+
+
+class StaleSoldOut(TicketsCore):
+    """The sold-out flag only ever goes down: returned units are never offered again."""
+
+    def _publish(self, qs: Any, row: QuotaRow) -> None:
+        if row.available < qs.available_hint:
+            qs.available_hint, qs.hint_version = row.available, row.version
+
+
+class OffByOne(TicketsCore):
+    """Tests availability as ``available + 1 >= quantity``, on the fast path and under the lock."""
+
+    def reserve_fast(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> Reservation | None:
+        qs = self._quotas.get(quota_id)
+        if (qs is not None and self.store.find_by_key(quota_id, buyer_id, request_id) is None
+                and qs.available_hint + 1 >= quantity):
+            return None
+        return super().reserve_fast(quota_id, buyer_id, quantity, request_id)
+
+    def _mutate(self, quota_id: str, qs: Any, decide: Any) -> Any:
+        def generous(row: QuotaRow, now: float) -> Change:
+            change = decide(replace(row, available=row.available + 1), now)
+            return replace(change, row=replace(change.row, available=change.row.available - 1))
+
+        return super()._mutate(quota_id, qs, generous)
+
+
+class BrokenTarget(TicketsTarget):
+    def __init__(self, core_class: type[TicketsCore]) -> None:
+        super().__init__(url=None)
+        self.core_class = core_class
+
+    def new_driver(self, history: Any = None) -> InProcessTickets:
+        clock = VirtualClock()
+        return InProcessTickets(core=self.core_class(InMemoryStore(), clock), clock=clock, history=history)
+
+
+@pytest.mark.parametrize("broken, caught_by", [
+    (LeakyCancel, "units_return_exactly_once"),
+    (DoubleReturn, "units_return_exactly_once"),
+    (ForgetfulIdempotency, "reservation_is_idempotent"),
+    (SellsExpiredHolds, "expired_hold_is_never_sold"),
+    (StaleSoldOut, "no_valid_rejection"),
+    (OffByOne, "no_oversell"),
+])
+def test_the_state_machine_catches_a_broken_target(broken: type[TicketsCore], caught_by: str) -> None:
+    class Machine(TicketsMachine):
+        target_under_test = BrokenTarget(broken)
+
+    with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
+        run_state_machine_as_test(Machine)
+    report = failure_text(caught.value)
+    print(f"\n{broken.__name__}: {report[:600]}")
+    assert f"{caught_by}: FAIL" in report, f"{broken.__name__} should fail {caught_by}; the report was:\n{report}"
+
+
+def test_the_reference_target_passes_the_same_state_machine() -> None:
+    class Machine(TicketsMachine):
+        target_under_test = BrokenTarget(TicketsCore)
+
+    run_state_machine_as_test(Machine)
