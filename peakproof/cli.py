@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
                    help="policy of the reference target started when no --target-url is given")
     r.add_argument("--burst-requests", type=_positive(int), default=20_000)
-    r.add_argument("--burst-capacity", type=_positive(int), default=500)
+    r.add_argument("--burst-capacity", type=_positive(int), default=5_000)
     r.add_argument("--threads", type=_positive(int), default=16)
     r.add_argument("--skip-properties", action="store_true", help="only the burst and the in-process opening")
     return p
