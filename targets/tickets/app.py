@@ -152,10 +152,12 @@ class TicketsApp:
     async def _reserve(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
         doc = _json_object(body, required=("buyer_id", "quantity", "request_id"))
         args = (quota_id, doc["buyer_id"], doc["quantity"], doc["request_id"])
-        replay = self.core.reserve_fast(*args)  # raises SoldOut etc. on the event loop
+        # Decided on the event loop when possible (sold out, replay, bad input: no lock,
+        # no row); anything that may block (the row, expiring due holds) goes to a thread.
+        replay = self.core.reserve_fast(*args, may_block=False)
         if replay is not None:
             return 200, reservation_json(replay)
-        res, created = await self._in_pool(self.core.run, self.core.reserve_steps(*args))
+        res, created = await self._in_pool(self.core.reserve, *args)
         return (201 if created else 200), reservation_json(res)
 
     async def _confirm(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:

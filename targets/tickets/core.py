@@ -299,12 +299,15 @@ class TicketsCore:
             return done, False
         return self.run(self.reserve_steps(quota_id, buyer_id, quantity, request_id))  # type: ignore[return-value]
 
-    def reserve_fast(self, quota_id: str, buyer_id: str, quantity: int, request_id: str) -> Reservation | None:
+    def reserve_fast(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *,
+                     may_block: bool = True) -> Reservation | None:
         """Everything decidable without the quota row: validation, replay, sold-out.
 
         Returns the replayed reservation, raises a TicketError, or returns None when the
-        request needs the row (then run :meth:`reserve_steps`). Cheap on purpose: this is
-        the path of the ~196,429 requests that arrive after sell-out.
+        request needs the row (then run :meth:`reserve_steps`, or :meth:`reserve`). Cheap
+        on purpose: this is the path of the ~196,429 requests that arrive after sell-out.
+        With ``may_block=False`` (an event loop) it never takes the lock: when expired
+        holds are due it returns None and the caller runs :meth:`reserve` on a thread.
         """
         # Exact type checks, not isinstance: this runs ~200,000 times in an opening.
         if type(quantity) is not int or not 1 <= quantity <= self.max_per_request:
@@ -327,6 +330,8 @@ class TicketsCore:
             # A stale flag would be a valid rejection while stock remains: release holds
             # that are due first (a heap peek; the lock only when something is due).
             if _due(qs, self.clock()):
+                if not may_block:
+                    return None
                 self._expire_due(quota_id, qs)
             if qs.available_hint < quantity:
                 self.stats.fast_rejections += 1
