@@ -7,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import PeakproofError
+from typing import Any
+
+from .errors import PeakproofError, UsageError
 
 
 def _positive(kind: type) -> object:
@@ -25,7 +27,7 @@ def _positive(kind: type) -> object:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="peakproof", description="Prove system designs keep their promises at peak load.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,models}")
 
     s = sub.add_parser("serve", help="serve a reference target over HTTP (127.0.0.1 by default)")
     s.add_argument("case", choices=["tickets"], help="which reference target")
@@ -56,7 +58,55 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--burst-capacity", type=_positive(int), default=5_000)
     r.add_argument("--threads", type=_positive(int), default=16)
     r.add_argument("--skip-properties", action="store_true", help="only the burst and the in-process opening")
+    _add_models_parser(sub)
     return p
+
+
+def _add_models_parser(sub: Any) -> None:
+    """``peakproof models [case] [--param value ...] [--json]``: options from each Params dataclass."""
+    from dataclasses import MISSING, fields
+
+    from .models import PARAMS
+
+    m = sub.add_parser("models", help="print the seeds' models (ported, exact), with your own assumptions")
+    m.add_argument("--json", action="store_true", help="every figure as JSON instead of tables")
+    cases = m.add_subparsers(dest="case", metavar="{tickets,notifications,feed}")
+    for name, cls in PARAMS.items():
+        c = cases.add_parser(name, help=f"the {name} models")
+        c.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                       help="every figure as JSON instead of tables")
+        for f in fields(cls):
+            default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+            flag = "--" + f.name.replace("_", "-")
+            help_text = f"{f.metadata.get('help', '')} (default: {default})"
+            if isinstance(default, list):
+                c.add_argument(flag, dest=f.name, nargs="+", type=type(default[0]), default=None, help=help_text)
+            else:
+                c.add_argument(flag, dest=f.name, type=type(default), default=None, help=help_text)
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import fields
+
+    from .models import CASES, PARAMS
+
+    names = [args.case] if args.case else list(CASES)
+    results = {}
+    for name in names:
+        cls = PARAMS[name]
+        given = {f.name: getattr(args, f.name) for f in fields(cls) if getattr(args, f.name, None) is not None}
+        try:
+            params = cls(**given)
+            results[name] = CASES[name].compute(params)
+        except (ValueError, IndexError, KeyError, ZeroDivisionError) as e:
+            raise UsageError(f"peakproof models {name}", "assumptions the model can run with",
+                             given, f"The model said: {type(e).__name__}: {e}.") from None
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[names[0]], indent=1, default=str))
+    else:
+        print("\n\n".join(CASES[name].render(r) for name, r in results.items()))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                   hold_seconds=args.hold_seconds, lease_seconds=args.lease_seconds, threads=args.threads,
                   durability=args.durability)
             return 0
+        if args.command == "models":
+            return _run_models(args)
         from .runner import run
 
         return run(args)

@@ -43,6 +43,7 @@ class Scheduler:
     queue: list[tuple[str, dict[str, Any], Task]]
     classify: Callable[[BaseException], tuple[str, Any] | None]
     is_wait: Callable[[Any], bool] = lambda step: False
+    keep_trace: bool = True  # a line per step; off for long model runs
     history: History = field(init=False)
     trace: list[str] = field(default_factory=list)
     steps: int = 0
@@ -84,15 +85,17 @@ class Scheduler:
             return
         if self.is_wait(w.last):
             self.wait_steps += 1
-            self.trace.append(f"step {self.steps}: worker {w.index} waits for the lock")
-        else:
+            if self.keep_trace:
+                self.trace.append(f"step {self.steps}: worker {w.index} waits for the lock")
+        elif self.keep_trace:
             self.trace.append(f"step {self.steps}: worker {w.index} {_describe(w.op, w.last)}")
 
     def _finish(self, w: _Worker, type_: str, value: Any) -> None:
         assert w.op is not None
         self.history.complete(w.op, type_, value)
-        shown = value if type_ != OK else _brief(value)
-        self.trace.append(f"step {self.steps}: worker {w.index} {w.op.f}{_args(w.op)} -> {type_} {shown}")
+        if self.keep_trace:
+            shown = value if type_ != OK else _brief(value)
+            self.trace.append(f"step {self.steps}: worker {w.index} {w.op.f}{_args(w.op)} -> {type_} {shown}")
         w.gen, w.op = None, None
 
     def run(self, schedule: Iterable[int], max_steps: int = 100_000) -> History:
