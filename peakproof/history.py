@@ -105,9 +105,11 @@ class History:
                 fh.write(json.dumps(op.to_json(), default=str) + "\n")
 
     @classmethod
-    def from_ops(cls, ops: Iterable[Op]) -> "History":
-        h = cls(lambda: 0.0)
+    def from_ops(cls, ops: Iterable[Op], clock: Callable[[], float] = lambda: 0.0) -> "History":
+        h = cls(clock)
         h.ops = list(ops)
+        start = max((max(o.invoke_seq, o.complete_seq) for o in h.ops), default=-1) + 1
+        h._seq = itertools.count(start)
         return h
 
 
@@ -151,3 +153,45 @@ class HandHistory:
     def finish(self, op: Op, type_: str | None = None, value: Any = None) -> Op:
         planned_type, planned_value = op.value if isinstance(op.value, tuple) else (None, None)
         return self.history.complete(op, type_ or planned_type, value if value is not None else planned_value)
+
+
+_FIELDS = ("process", "f", "args", "invoke_time", "intended_time", "type", "complete_time", "value", "error",
+           "send_time")
+
+
+def op_to_wire(op: Op) -> list[Any]:
+    """A compact, msgpack/JSON-friendly form of an op (sequence numbers are re-made on merge)."""
+    return [getattr(op, k) for k in _FIELDS]
+
+
+def merge_histories(parts: Iterable[Iterable[Any]], clock: Callable[[], float] = lambda: 0.0) -> History:
+    """One history from several processes' ops (``Op`` objects or wire lists).
+
+    Sequence numbers of different processes are not comparable, so every invocation and
+    completion is re-numbered in the order of its wall-clock time (one machine: one
+    clock). An op's invocation always precedes its completion.
+    """
+    ops: list[Op] = []
+    for part in parts:
+        for item in part:
+            if isinstance(item, Op):
+                ops.append(item)
+            else:
+                d = dict(zip(_FIELDS, item))
+                op = Op(d["process"], d["f"], d["args"], 0, d["invoke_time"], d["intended_time"])
+                op.type, op.complete_time, op.value, op.error = d["type"], d["complete_time"], d["value"], d["error"]
+                op.send_time = d["send_time"]
+                ops.append(op)
+    events = []
+    for i, op in enumerate(ops):
+        events.append((op.invoke_time, 0, i))
+        if op.type != "invoke":
+            events.append((op.complete_time, 1, i))
+    events.sort()
+    for seq, (_, kind, i) in enumerate(events):
+        if kind == 0:
+            ops[i].invoke_seq = seq
+        else:
+            ops[i].complete_seq = seq
+    ops.sort(key=lambda o: o.invoke_seq)
+    return History.from_ops(ops, clock)

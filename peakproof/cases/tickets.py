@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 from ..clock import VirtualClock
 from ..errors import DriverSpecError
 from ..history import FAIL, INFO, OK, History, Op
+from ..http import RequestsTransport, call
 from .tickets_checks import (TICKETS_CHECKS, TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold,
                              no_oversell, no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
                              units_return_exactly_once)
@@ -65,7 +66,7 @@ class InProcessTickets:
 
         self.clock = clock or VirtualClock()
         self.core = core or TicketsCore(InMemoryStore(), self.clock, policy=policy, **core_options)  # type: ignore[arg-type]
-        self.history = history or History(self.core.clock)
+        self.history = history if history is not None else History(self.core.clock)
         self._error = TicketError
 
     def now(self) -> float:
@@ -128,6 +129,7 @@ def _res(r: Any) -> dict[str, Any]:
 # -- over HTTP -------------------------------------------------------------------------------
 
 _RES_FIELDS = ("reservation_id", "quantity", "status", "expires_at")
+_RES_KEEP = ("reservation_id", "quota_id", "buyer_id", "quantity", "status")
 _QUOTA_FIELDS = ("capacity", "available", "held", "sold")
 _STATUSES = ("held", "sold", "expired", "cancelled")
 
@@ -135,27 +137,20 @@ _STATUSES = ("held", "sold", "expired", "cancelled")
 class HttpTickets:
     """Drives any server that implements the tickets contract (``targets/tickets/openapi.json``).
 
-    Works with a ``requests.Session`` and with anything that has its ``request`` method
-    (Locust's HttpSession is one). Every request has a timeout. Outcomes:
-
-    * 2xx with a body of the contract's shape: ok;
-    * 4xx with an ``error`` code, a refused connection (nothing was sent), or 503 ``busy``
-      (the contract says nothing changed): fail;
-    * timeout, reset, any other 5xx, an unparsable or wrong-shaped body: info.
+    ``session`` is a ``requests.Session`` (or Locust's HttpSession); ``transport`` any
+    :class:`peakproof.http.Transport` (the load engine passes Locust's FastHttpSession).
+    Outcomes follow :func:`peakproof.http.call`: ok, fail (definite) or info (unknown).
     """
 
     tolerance = Tolerance()
 
     def __init__(self, base_url: str, *, session: Any = None, timeout: float = 5.0,
-                 admin_token: str | None = None, history: History | None = None) -> None:
-        import requests
-
-        self._requests = requests
+                 admin_token: str | None = None, history: History | None = None, transport: Any = None) -> None:
         self.base = base_url.rstrip("/")
-        self.session = session or requests.Session()
-        self.timeout = timeout
+        self.transport = transport or RequestsTransport(session, timeout)
         self.admin_token = admin_token
-        self.history = history or History(time.time)
+        self.history = history if history is not None else History(time.time)
+        self._admin = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
 
     def now(self) -> float:
         return time.time()
@@ -163,68 +158,37 @@ class HttpTickets:
     def advance(self, seconds: float) -> None:
         time.sleep(seconds)  # a URL runs in real time
 
-    def _call(self, f: str, args: dict[str, Any], method: str, path: str, body: Any, process: Any,
-              parse: Callable[[Any], Any], intended_time: float | None = None, admin: bool = False) -> Op:
-        op = self.history.invoke(process, f, args, intended_time)
-        headers = {"Authorization": f"Bearer {self.admin_token}"} if admin and self.admin_token else None
-        try:
-            op.send_time = time.time()
-            resp = self.session.request(method, self.base + path, json=body, headers=headers, timeout=self.timeout)
-        except self._requests.exceptions.ConnectionError as e:
-            refused = "refused" in str(e).lower() or isinstance(e, self._requests.exceptions.ConnectTimeout)
-            return self.history.complete(op, FAIL if refused else INFO,
-                                         "connection_refused" if refused else "connection_error", str(e)[:300])
-        except self._requests.exceptions.Timeout as e:
-            return self.history.complete(op, INFO, "timeout", f"no answer within {self.timeout} s: {e}"[:300])
-        except self._requests.exceptions.RequestException as e:
-            return self.history.complete(op, INFO, "request_error", str(e)[:300])
-        status = resp.status_code
-        try:
-            doc = resp.json()
-        except ValueError:
-            doc = None
-        if 200 <= status < 300:
-            try:
-                return self.history.complete(op, OK, parse(doc))
-            except (TypeError, ValueError, KeyError) as e:
-                return self.history.complete(op, INFO, "bad_response",
-                                             f"HTTP {status} with a body not of the contract's shape: {e}; "
-                                             f"body {resp.text[:200]!r}")
-        code = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), str) else None
-        message = doc.get("message") if isinstance(doc, dict) else resp.text[:200]
-        if 400 <= status < 500:
-            return self.history.complete(op, FAIL, code or f"http_{status}", str(message)[:300])
-        if status == 503 and code == "busy":
-            return self.history.complete(op, FAIL, "busy", str(message)[:300])
-        return self.history.complete(op, INFO, code or f"http_{status}", f"HTTP {status}: {str(message)[:300]}")
-
     def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = 120.0, *, process: Any = 0) -> Op:
         args = {"quota_id": quota_id, "capacity": capacity, "hold_seconds": hold_seconds}
-        return self._call("put_quota", args, "PUT", f"/quotas/{quota_id}",
-                          {"capacity": capacity, "hold_seconds": hold_seconds}, process, parse_quota, admin=True)
+        return call(self.history, self.transport, "put_quota", args, "PUT", f"{self.base}/quotas/{quota_id}",
+                    {"capacity": capacity, "hold_seconds": hold_seconds}, process, parse_quota, headers=self._admin,
+                    name="PUT quota")
 
     def read_quota(self, quota_id: str, *, process: Any = 0) -> Op:
-        return self._call("read_quota", {"quota_id": quota_id}, "GET", f"/quotas/{quota_id}", None, process,
-                          parse_quota)
+        return call(self.history, self.transport, "read_quota", {"quota_id": quota_id}, "GET",
+                    f"{self.base}/quotas/{quota_id}", None, process, parse_quota, name="GET quota")
 
     def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *, process: Any = 0,
                 intended_time: float | None = None) -> Op:
         args = {"quota_id": quota_id, "buyer_id": buyer_id, "quantity": quantity, "request_id": request_id}
         body = {"buyer_id": buyer_id, "quantity": quantity, "request_id": request_id}
-        return self._call("reserve", args, "POST", f"/quotas/{quota_id}/reservations", body, process,
-                          parse_reservation, intended_time)
+        return call(self.history, self.transport, "reserve", args, "POST", f"{self.base}/quotas/{quota_id}/reservations",
+                    body, process, parse_reservation, intended_time=intended_time, name="POST reserve")
 
-    def confirm(self, reservation_id: str, *, process: Any = 0) -> Op:
-        return self._call("confirm", {"reservation_id": reservation_id}, "POST",
-                          f"/reservations/{reservation_id}/confirm", None, process, parse_reservation)
+    def confirm(self, reservation_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return call(self.history, self.transport, "confirm", {"reservation_id": reservation_id}, "POST",
+                    f"{self.base}/reservations/{reservation_id}/confirm", None, process, parse_reservation,
+                    intended_time=intended_time, name="POST confirm")
 
-    def cancel(self, reservation_id: str, *, process: Any = 0) -> Op:
-        return self._call("cancel", {"reservation_id": reservation_id}, "POST",
-                          f"/reservations/{reservation_id}/cancel", None, process, parse_reservation)
+    def cancel(self, reservation_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return call(self.history, self.transport, "cancel", {"reservation_id": reservation_id}, "POST",
+                    f"{self.base}/reservations/{reservation_id}/cancel", None, process, parse_reservation,
+                    intended_time=intended_time, name="POST cancel")
 
     def get_reservation(self, reservation_id: str, *, process: Any = 0) -> Op:
-        return self._call("get_reservation", {"reservation_id": reservation_id}, "GET",
-                          f"/reservations/{reservation_id}", None, process, parse_reservation)
+        return call(self.history, self.transport, "get_reservation", {"reservation_id": reservation_id}, "GET",
+                    f"{self.base}/reservations/{reservation_id}", None, process, parse_reservation,
+                    name="GET reservation")
 
 
 def parse_quota(doc: Any) -> dict[str, Any]:
@@ -251,7 +215,7 @@ def parse_reservation(doc: Any) -> dict[str, Any]:
         raise ValueError(f"status must be one of {_STATUSES}, got {doc['status']!r}")
     if not isinstance(doc["quantity"], int):
         raise TypeError(f"quantity must be an integer, got {doc['quantity']!r}")
-    out = dict(doc)
+    out = {k: doc.get(k) for k in _RES_KEEP}  # what the checks read; keeps histories small
     out["expires_at"] = parse_time(doc["expires_at"])
     return out
 

@@ -1,0 +1,156 @@
+"""Case T's opening as an open-model Locust scenario: ``--scenario tickets-opening``.
+
+200,000 reservation requests uniformly over 10 s (20,000/s) against a 5,000 quota; 60%
+ask 1 item and 40% ask 2; buyers from faker; 1% of requests are client retries that reuse
+their request id. Then the window phase: 65% of holds are confirmed at random times
+inside the hold window (BS5 at 120 s), the rest are abandoned and expire, 5% of sales are
+cancelled, and a late wave of buyers arrives after the window to pick up the returned
+units. ``--scale S`` multiplies the rate and the quota (the 10 s opening and the 56x
+demand ratio stay); ``--time-scale T`` divides the 120 s hold window.
+
+    locust -f loadtests/ --headless --host http://127.0.0.1:8000/tickets \\
+        --scenario tickets-opening --scale 0.1 --time-scale 24
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from peakproof.cases.tickets import HttpTickets, OpeningWorkload, buyer_names, check_tickets
+from peakproof.history import OK, History
+from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario, ScenarioShape, scenario
+from peakproof.report import Chart
+from peakproof.arrivals import arrival_times, constant
+
+__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening"]
+
+CONFIRM_SHARE = 0.65  # BS5 at the 120 s window
+CANCEL_SHARE = 0.05  # of sales
+RETRY_SHARE = 0.01  # client retries reusing their request id
+LATE_WAVE_SECONDS = 2.0
+
+
+@scenario
+class TicketsOpening(Scenario):
+    name = "tickets-opening"
+    description = "Case T: 200,000 reservations in 10 s on a 5,000 quota, then the hold window"
+    default_slos = ["reserve:p99<=100ms"]
+
+    def __init__(self, options: Any, host: str) -> None:
+        super().__init__(options, host)
+        base = OpeningWorkload()
+        scale = options.scale
+        self.quota = max(1, round(base.quota * scale))
+        self.requests = max(1, round(base.requests * scale))
+        self.seconds = base.seconds
+        self.hold = base.hold_seconds / options.time_scale
+        self.p_single = base.p_single
+        self.quota_id = ""
+        self._arrivals: list[Arrival] | None = None
+        self._buyers = buyer_names(2_000, options.seed)
+
+    def params(self) -> dict[str, Any]:
+        return {"quota": self.quota, "opening requests": self.requests, "opening seconds": self.seconds,
+                "rate (req/s)": self.requests / self.seconds, "hold window (s)": self.hold,
+                "confirm share": CONFIRM_SHARE, "cancel share of sales": CANCEL_SHARE, "retry share": RETRY_SHARE,
+                "quota id": self.quota_id}
+
+    def _driver(self, history: History | None = None, transport: Any = None) -> HttpTickets:
+        return HttpTickets(self.host, admin_token=self.options.admin_token, history=history,
+                           timeout=self.options.request_timeout, transport=transport)
+
+    # -- master / local ---------------------------------------------------------------------
+
+    def setup(self) -> dict[str, Any]:
+        self.quota_id = f"opening-{uuid.uuid4().hex[:10]}"
+        self.setup_driver = self._driver()
+        op = self.setup_driver.put_quota(self.quota_id, self.quota, self.hold)
+        if op.type != OK:
+            raise SystemExit(f"peakproof: could not create the quota on {self.host}: {op.value} {op.error}")
+        return {"quota_id": self.quota_id}
+
+    def monitor(self, history: History) -> None:
+        if self.quota_id:
+            self._driver(history).read_quota(self.quota_id, process="monitor")
+
+    def finish(self, history: History) -> None:
+        self._driver(history).read_quota(self.quota_id, process="final")
+
+    def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
+        tol = HttpTickets.tolerance
+        checks = check_tickets(history, tol)
+        t0 = min((op.invoke_time for op in history.ops), default=0.0)
+        reads = sorted((op for op in history.ops if op.f == "read_quota" and op.type == OK),
+                       key=lambda o: o.complete_time)
+        stock = Chart("Stock over time (the target's own counts)", "items",
+                      {k: [(op.complete_time - t0, op.value[k]) for op in reads] for k in ("available", "held", "sold")})
+        outcomes: dict[str, dict[int, int]] = {}
+        for op in history.ops:
+            if op.f == "reserve" and op.done:
+                key = "ok" if op.type == OK else f"{op.type} {op.value}"
+                sec = int(op.complete_time - t0)
+                outcomes.setdefault(key, {})[sec] = outcomes.setdefault(key, {}).get(sec, 0) + 1
+        outcome_chart = Chart("Reservation outcomes per second", "answers / s",
+                              {k: sorted(v.items()) for k, v in outcomes.items()})
+        counts: dict[str, int] = {}
+        for op in history.ops:
+            key = f"{op.f} {op.type}" + ("" if op.type == OK else f" {op.value}")
+            counts[key] = counts.get(key, 0) + 1
+        final = reads[-1].value if reads else {}
+        return checks, [stock, outcome_chart], {"operations by outcome": dict(sorted(counts.items())),
+                                                "final quota": final}
+
+    # -- every dispatching process -------------------------------------------------------------
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.quota_id = shared["quota_id"]
+
+    def arrivals(self) -> list[Arrival]:
+        if self._arrivals is None:
+            opening = arrival_times(constant(self.requests / self.seconds, self.seconds, "opening"),
+                                    self.options.spacing, self.options.seed)
+            import random
+
+            rnd = random.Random(self.options.seed)
+            arr = []
+            for i, t in enumerate(opening):
+                qty = 1 if rnd.random() < self.p_single else 2
+                arr.append(Arrival(t, "reserve", (i, qty, rnd.random() < RETRY_SHARE)))
+            # late buyers after the window: enough to take back what expired or was cancelled
+            returned = self.quota * (1 - CONFIRM_SHARE * (1 - CANCEL_SHARE))
+            late_n = max(1, round(returned / 1.4 * 1.5))
+            start = self.seconds + self.hold * 1.05
+            for j in range(late_n):
+                qty = 1 if rnd.random() < self.p_single else 2
+                arr.append(Arrival(start + j * LATE_WAVE_SECONDS / late_n, "reserve", (len(opening) + j, qty, False)))
+            self._arrivals = arr
+        return self._arrivals
+
+    def bound_seconds(self) -> float:
+        return self.seconds + 2 * self.hold * 1.05 + LATE_WAVE_SECONDS + 30
+
+    def make_driver(self, history: History, transport: Any) -> HttpTickets:
+        return self._driver(history, transport)
+
+    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+        d: HttpTickets = ctx.driver
+        rnd = ctx.random
+        if a.kind == "reserve":
+            i, qty, retry = a.data
+            buyer = f"{self._buyers[i % len(self._buyers)]}-{i}"
+            op = d.reserve(self.quota_id, buyer, qty, f"req-{i}", process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+            if retry:  # the client did not trust the answer and sends the same request again
+                ctx.later(0.2, "retry", (i, qty))
+            if op.type == OK and op.value["status"] == "held" and rnd.random() < CONFIRM_SHARE:
+                ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
+        elif a.kind == "retry":
+            i, qty = a.data
+            d.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
+                      process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+        elif a.kind == "confirm":
+            op = d.confirm(a.data, intended_time=ctx.intended(a.t))
+            if op.type == OK and rnd.random() < CANCEL_SHARE:
+                ctx.later(rnd.uniform(0.1, 1.0), "cancel", a.data)
+        elif a.kind == "cancel":
+            d.cancel(a.data, intended_time=ctx.intended(a.t))

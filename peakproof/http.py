@@ -1,0 +1,102 @@
+"""HTTP plumbing every case's driver shares: transports and the ok / fail / info rule.
+
+A transport sends one request and returns (status, body bytes) or raises
+:class:`TransportError`. ``RequestsTransport`` wraps a ``requests.Session`` (properties,
+CLI, bursts); the load engine wraps Locust's FastHttpSession the same way
+(:mod:`peakproof.loadgen`). :func:`call` records the operation and classifies it:
+
+* 2xx with a body the case's parser accepts: ok;
+* 4xx with an ``error`` code, a refused connection (nothing was sent), or 503 ``busy``
+  (the contracts say nothing changed): fail;
+* timeout, reset, any other 5xx, an unparsable or wrong-shaped body: info.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Protocol
+
+from .history import FAIL, INFO, OK, History, Op
+
+
+class TransportError(Exception):
+    """``kind``: refused (nothing was sent: a definite failure), timeout, reset or error."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Transport(Protocol):
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> tuple[int, bytes]: ...
+
+
+class RequestsTransport:
+    """A ``requests.Session`` (or Locust's HttpSession, a subclass) with a timeout on every request."""
+
+    def __init__(self, session: Any = None, timeout: float = 5.0) -> None:
+        import requests
+
+        self._exc = requests.exceptions
+        self.session = session or requests.Session()
+        self.timeout = timeout
+
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> tuple[int, bytes]:
+        try:
+            resp = self.session.request(method, url, data=body, headers=headers, timeout=self.timeout)
+        except self._exc.ConnectTimeout as e:
+            raise TransportError("refused", f"could not connect within {self.timeout} s: {e}") from None
+        except self._exc.ConnectionError as e:
+            text = str(e)
+            refused = "refused" in text.lower() or "NewConnectionError" in text
+            raise TransportError("refused" if refused else "reset", text[:300]) from None
+        except self._exc.Timeout as e:
+            raise TransportError("timeout", f"no answer within {self.timeout} s: {e}"[:300]) from None
+        except self._exc.RequestException as e:
+            raise TransportError("error", str(e)[:300]) from None
+        return resp.status_code, resp.content
+
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def call(history: History, transport: Transport, f: str, args: dict[str, Any], method: str, url: str,
+         body: Any, process: Any, parse: Callable[[Any], Any], *, intended_time: float | None = None,
+         headers: dict[str, str] | None = None, name: str | None = None) -> Op:
+    """Send one request through ``transport``, record it in ``history``, return the completed op."""
+    op = history.invoke(process, f, args, intended_time)
+    data = None if body is None else json.dumps(body).encode()
+    hdrs = {**JSON_HEADERS, **headers} if headers else JSON_HEADERS
+    op.send_time = time.time()
+    try:
+        status, content = transport(method, url, data, hdrs, name or f)
+    except TransportError as e:
+        if e.kind == "refused":
+            return history.complete(op, FAIL, "connection_refused", str(e))
+        return history.complete(op, INFO, e.kind, str(e))
+    except Exception as e:  # a bug on our side: the outcome is unknown, and it must not stay pending
+        history.complete(op, INFO, "client_error", f"{type(e).__name__}: {e}")
+        raise
+    return classify(history, op, status, content, parse)
+
+
+def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any]) -> Op:
+    try:
+        doc = json.loads(content) if content else None
+    except ValueError:
+        doc = None
+    if 200 <= status < 300:
+        try:
+            return history.complete(op, OK, parse(doc))
+        except (TypeError, ValueError, KeyError) as e:
+            return history.complete(op, INFO, "bad_response",
+                                    f"HTTP {status} with a body not of the contract's shape: {e}; "
+                                    f"body {content[:200]!r}")
+    code = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), str) else None
+    message = str(doc.get("message") if isinstance(doc, dict) else content[:200])[:300]
+    if 400 <= status < 500:
+        return history.complete(op, FAIL, code or f"http_{status}", message)
+    if status == 503 and code == "busy":
+        return history.complete(op, FAIL, "busy", message)
+    return history.complete(op, INFO, code or f"http_{status}", f"HTTP {status}: {message}")

@@ -1,0 +1,566 @@
+"""The open-model load engine on Locust: scenarios, the dispatcher user, the shape, verdicts.
+
+Locust is closed-loop (users wait for answers), so a slow target lowers the offered load
+and hides its own latency. Here one dispatcher per Locust process walks a precomputed
+arrival schedule and sends each request at its intended instant from a bounded pool of
+greenlets; latency is recorded from the intended instant and from the actual send, and
+arrivals the pool could not send in time are counted (late, dropped), never silently
+skipped. Under ``--processes N`` or ``--master/--worker`` the schedule is split across
+workers (every N-th arrival) and their histories are merged on the master, which judges.
+
+``locust -f loadtests/ --headless --host URL --scenario NAME`` runs exactly one scenario,
+chosen by name; there is exactly one shape class (this module's), whatever files
+``loadtests/`` holds. This module imports locust and gevent: only Locust processes load it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, NamedTuple
+
+import gevent
+import gevent.pool
+from locust import LoadTestShape, events, task
+from locust.contrib.fasthttp import FastHttpUser
+from locust.runners import MasterRunner, WorkerRunner
+
+from .checks import CheckResult
+from .history import History, Op, merge_histories, op_to_wire
+from .http import TransportError
+from .report import Chart, RunReport, write_report
+from .slo import parse_thresholds
+from .errors import UsageError
+
+
+class Arrival(NamedTuple):
+    t: float  # intended offset from the run's start, s
+    kind: str
+    data: Any
+
+
+class Scenario:
+    """A named load scenario. Subclass, set ``name``, and decorate with :func:`scenario`."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    default_slos: ClassVar[list[str]] = []
+
+    def __init__(self, options: Any, host: str) -> None:
+        self.options = options
+        self.host = host.rstrip("/")
+
+    # master / local runner
+    def setup(self) -> dict[str, Any]:
+        """Prepare the target; returns what every worker must know (sent to them)."""
+        return {}
+
+    def monitor(self, history: History) -> None:
+        """Called every ``monitor_interval`` s on the master / local runner while the run goes on."""
+
+    monitor_interval: ClassVar[float] = 0.25
+
+    def finish(self, history: History) -> None:
+        """After every worker is done: final reads for the verdict."""
+
+    def judge(self, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+        """Invariants, the case's own charts and details."""
+        return [], [], {}
+
+    # every process that dispatches
+    def adopt(self, shared: dict[str, Any]) -> None:
+        """Take what ``setup`` returned (workers run setup's result, not setup)."""
+
+    def arrivals(self) -> list[Arrival]:
+        raise NotImplementedError
+
+    def make_driver(self, history: History, transport: Any) -> Any:
+        raise NotImplementedError
+
+    def perform(self, ctx: "DispatchContext", arrival: Arrival) -> None:
+        raise NotImplementedError
+
+    def bound_seconds(self) -> float:
+        """An upper bound on the run's length; the run stops then whatever happens."""
+        return max(a.t for a in self.arrivals()) + 60
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+
+SCENARIOS: dict[str, type[Scenario]] = {}
+
+
+def scenario(cls: type[Scenario]) -> type[Scenario]:
+    if not cls.name:
+        raise UsageError("scenario class", "a non-empty 'name'", cls.__name__)
+    SCENARIOS[cls.name] = cls
+    return cls
+
+
+# -- options ---------------------------------------------------------------------------------
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser: Any) -> None:
+    g = parser.add_argument_group("peakproof", "open-model scenarios (peakproof)")
+    g.add_argument("--scenario", env_var="PEAKPROOF_SCENARIO", default="",
+                   help="which scenario to run (required): " + ", ".join(sorted(SCENARIOS)) + " ...")
+    g.add_argument("--scale", env_var="PEAKPROOF_SCALE", type=float, default=1.0,
+                   help="multiply the curve's rate and the case's size (the curve's duration stays)")
+    g.add_argument("--time-scale", env_var="PEAKPROOF_TIME_SCALE", type=float, default=1.0,
+                   help="divide the case's windows (hold, backoff) and later phases by this")
+    g.add_argument("--slo", env_var="PEAKPROOF_SLO", action="append", default=None,
+                   help="service level, OP:STAT<=LIMIT[@intended|@send] (repeatable); default: the seed's")
+    g.add_argument("--spacing", env_var="PEAKPROOF_SPACING", choices=["uniform", "poisson"], default="uniform")
+    g.add_argument("--seed", env_var="PEAKPROOF_SEED", type=int, default=20260730)
+    g.add_argument("--pool-size", env_var="PEAKPROOF_POOL_SIZE", type=int, default=1000,
+                   help="greenlets (and connections) in flight at most, per process")
+    g.add_argument("--request-timeout", env_var="PEAKPROOF_REQUEST_TIMEOUT", type=float, default=5.0)
+    g.add_argument("--max-lateness", env_var="PEAKPROOF_MAX_LATENESS", type=float, default=2.0,
+                   help="an arrival not sent this many s after its instant is dropped (and counted)")
+    g.add_argument("--offered-tolerance", env_var="PEAKPROOF_OFFERED_TOLERANCE", type=float, default=0.02,
+                   help="the run fails when it offered less than the curve by more than this share")
+    g.add_argument("--admin-token", env_var="PEAKPROOF_ADMIN_TOKEN", default=None)
+    g.add_argument("--report-dir", env_var="PEAKPROOF_REPORT_DIR", default="reports")
+    g.add_argument("--max-run-seconds", env_var="PEAKPROOF_MAX_RUN_SECONDS", type=float, default=900.0,
+                   help="hard bound on the run, whatever the scenario says")
+
+
+# -- engine state, one per process --------------------------------------------------------------
+
+
+@dataclass
+class Engine:
+    environment: Any
+    scenario: Scenario
+    history: History = field(default_factory=lambda: History(time.time))
+    shared: dict[str, Any] | None = None
+    started_wall: float = 0.0
+    started_mono: float = 0.0
+    share: tuple[int, int] | None = None  # (index, count) of this worker
+    done: bool = False  # this process's dispatcher finished
+    finished: bool = False  # master/local: everything judged
+    worker_parts: list[list[Any]] = field(default_factory=list)
+    workers_done: int = 0
+    counters: dict[str, int] = field(default_factory=lambda: {"due": 0, "sent": 0, "late": 0, "dropped": 0})
+    dropped_by_second: dict[int, int] = field(default_factory=dict)
+    report_path: str | None = None
+
+    @property
+    def is_master(self) -> bool:
+        return isinstance(self.environment.runner, MasterRunner)
+
+    @property
+    def is_worker(self) -> bool:
+        return isinstance(self.environment.runner, WorkerRunner)
+
+
+ENGINE: Engine | None = None
+
+
+@events.init.add_listener
+def _init(environment: Any, **_: Any) -> None:
+    global ENGINE
+    opts = environment.parsed_options
+    if opts is None:
+        return
+    name = opts.scenario
+    if name not in SCENARIOS:
+        listing = "\n".join(f"  {n}: {SCENARIOS[n].description}" for n in sorted(SCENARIOS))
+        sys.stderr.write(f"peakproof: --scenario: expected one of the scenarios below; got {name!r}.\n"
+                         f"{listing}\nName one with --scenario NAME (or PEAKPROOF_SCENARIO).\n")
+        sys.exit(2)
+    try:
+        parse_thresholds(opts.slo or [])
+    except UsageError as e:
+        sys.stderr.write(f"peakproof: {e}\n")
+        sys.exit(2)
+    ENGINE = Engine(environment, SCENARIOS[name](opts, environment.host or ""))
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        runner.register_message("peakproof_ops", _on_ops)
+        runner.register_message("peakproof_done", _on_done)
+    elif isinstance(runner, WorkerRunner):
+        runner.register_message("peakproof_plan", _on_plan)
+
+
+@events.test_start.add_listener
+def _test_start(environment: Any, **_: Any) -> None:
+    eng = ENGINE
+    if eng is None or eng.is_worker:
+        return
+    eng.started_wall, eng.started_mono = time.time(), time.monotonic()
+    eng.shared = eng.scenario.setup()
+    eng.scenario.adopt(eng.shared)
+    if eng.is_master:
+        n = max(1, environment.runner.worker_count)
+        environment.runner.send_message("peakproof_plan", {"count": n, "shared": eng.shared,
+                                                          "t0": eng.started_wall})
+    else:
+        eng.share = (0, 1)
+    gevent.spawn(_monitor_loop, eng)
+
+
+@events.test_stop.add_listener
+def _test_stop(environment: Any, **_: Any) -> None:
+    eng = ENGINE
+    if eng is not None and not eng.is_worker and not eng.finished and eng.started_wall:
+        _finish(eng)  # stopped early (bound reached, Ctrl-C): judge what was recorded
+
+
+def _on_plan(msg: Any, **_: Any) -> None:
+    eng = ENGINE
+    assert eng is not None
+    eng.shared = msg.data["shared"]
+    eng.scenario.adopt(eng.shared)
+    eng.share = (eng.environment.runner.worker_index, msg.data["count"])
+    eng.started_wall = msg.data["t0"]
+
+
+def _on_ops(msg: Any, **_: Any) -> None:
+    assert ENGINE is not None
+    ENGINE.worker_parts.append(msg.data["ops"])
+
+
+def _on_done(msg: Any, **_: Any) -> None:
+    eng = ENGINE
+    assert eng is not None
+    for k, v in msg.data["counters"].items():
+        eng.counters[k] = eng.counters.get(k, 0) + v
+    for sec, v in msg.data["dropped_by_second"].items():
+        eng.dropped_by_second[int(sec)] = eng.dropped_by_second.get(int(sec), 0) + v
+    eng.workers_done += 1
+
+
+def _monitor_loop(eng: Engine) -> None:
+    while not eng.finished:
+        try:
+            eng.scenario.monitor(eng.history)
+        except Exception as e:  # a monitor read that fails is recorded by its driver; never kill the run
+            sys.stderr.write(f"peakproof: monitor: {type(e).__name__}: {e}\n")
+        gevent.sleep(eng.scenario.monitor_interval)
+
+
+# -- the dispatcher ------------------------------------------------------------------------------
+
+
+class DispatchContext:
+    """What a scenario's ``perform`` gets: its driver, a seeded Random, and ``later``."""
+
+    def __init__(self, driver: Any, rnd: random.Random, t0_wall: float, t0_mono: float,
+                 later: Callable[[float, str, Any], None]) -> None:
+        self.driver = driver
+        self.random = rnd
+        self.t0_wall = t0_wall
+        self.t0_mono = t0_mono
+        self._later = later
+
+    def later(self, delay: float, kind: str, data: Any) -> None:
+        """Schedule a follow-up arrival ``delay`` s after now (an intended instant, like any other)."""
+        self._later(delay, kind, data)
+
+    def intended(self, t: float) -> float:
+        return self.t0_wall + t
+
+
+class FastTransport:
+    """Locust's FastHttpSession as a :class:`peakproof.http.Transport`.
+
+    Any HTTP answer below 500 is a success to Locust (a sold-out 409 is the system
+    working); 5xx and transport errors are failures in Locust's statistics too.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> tuple[int, bytes]:
+        error: BaseException | None = None
+        with self.session.request(method, url, data=body, headers=headers, name=name, catch_response=True) as resp:
+            if not resp.status_code:  # no HTTP answer at all (refused, timeout, reset)
+                error = getattr(resp, "error", None) or ConnectionError("no response")
+                resp.failure(error)
+            elif resp.status_code >= 500:
+                resp.failure(f"HTTP {resp.status_code}")
+            else:
+                resp.success()
+            status, content = resp.status_code or 0, resp.content or b""
+        if error is not None:
+            text = f"{type(error).__name__}: {error}"
+            low = text.lower()
+            if isinstance(error, ConnectionRefusedError) or "refused" in low:
+                raise TransportError("refused", text)
+            if "timeout" in low or "timed out" in low:
+                raise TransportError("timeout", text)
+            raise TransportError("reset" if "reset" in low or "closed" in low else "error", text)
+        return status, content
+
+
+class OpenModelUser(FastHttpUser):
+    """One per Locust process: walks this process's share of the arrival schedule."""
+
+    concurrency = 1000
+    network_timeout = 5.0
+    connection_timeout = 5.0
+
+    def __init__(self, environment: Any) -> None:
+        opts = environment.parsed_options
+        type(self).concurrency = max(10, opts.pool_size)
+        type(self).network_timeout = type(self).connection_timeout = opts.request_timeout
+        super().__init__(environment)
+
+    @task
+    def dispatch(self) -> None:
+        eng = ENGINE
+        if eng is None or eng.done:
+            gevent.sleep(0.2)
+            return
+        deadline = time.monotonic() + 30
+        while eng.share is None:  # a worker waits for the master's plan
+            if time.monotonic() > deadline:
+                sys.stderr.write("peakproof: no plan from the master within 30 s; this worker sends nothing\n")
+                eng.done = True
+                return
+            gevent.sleep(0.05)
+        try:
+            _dispatch(eng, self.client)
+        finally:
+            eng.done = True
+            if eng.is_worker:
+                _send_history(eng)
+
+
+def _dispatch(eng: Engine, client: Any) -> None:
+    opts = eng.environment.parsed_options
+    index, count = eng.share  # type: ignore[misc]
+    sc = eng.scenario
+    schedule = sc.arrivals()[index::count]
+    transport = FastTransport(client)
+    driver = sc.make_driver(eng.history, transport)
+    rnd = random.Random(opts.seed * 1009 + index)
+    pool = gevent.pool.Pool(max(1, opts.pool_size))
+    # Align to the run's start: workers got the master's t0 (same machine, same clock).
+    t0_wall = eng.started_wall or time.time()
+    t0_mono = time.monotonic() - (time.time() - t0_wall)
+    followups: list[tuple[float, int, str, Any]] = []
+    seq = 0
+
+    def later(delay: float, kind: str, data: Any) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(followups, (time.monotonic() - t0_mono + delay, seq, kind, data))
+
+    ctx = DispatchContext(driver, rnd, t0_wall, t0_mono, later)
+    progress = _Progress(eng, len(schedule))
+    i, n = 0, len(schedule)
+    counters = eng.counters
+    max_late = opts.max_lateness
+    bound = min(opts.max_run_seconds, sc.bound_seconds())
+    while i < n or followups or pool.free_count() < pool.size:
+        now = time.monotonic() - t0_mono
+        if now > bound:
+            sys.stderr.write(f"peakproof: the run reached its bound of {bound:.0f} s; stopping\n")
+            break
+        progress.tick(now, i)
+        due: list[Arrival] = []
+        while i < n and schedule[i].t <= now:
+            due.append(schedule[i])
+            i += 1
+        while followups and followups[0][0] <= now:
+            t, _, kind, data = heapq.heappop(followups)
+            due.append(Arrival(t, kind, data))
+        for a in due:
+            counters["due"] += 1
+            if pool.full():
+                pool.wait_available(timeout=max(0.0, a.t + max_late - (time.monotonic() - t0_mono)))
+            lateness = time.monotonic() - t0_mono - a.t
+            if lateness > max_late or pool.full():
+                counters["dropped"] += 1
+                sec = int(a.t)
+                eng.dropped_by_second[sec] = eng.dropped_by_second.get(sec, 0) + 1
+                continue
+            counters["sent"] += 1
+            if lateness > 0.1:
+                counters["late"] += 1
+            pool.spawn(_perform, sc, ctx, a)
+        nxt = min(schedule[i].t if i < n else float("inf"), followups[0][0] if followups else float("inf"))
+        if nxt == float("inf"):
+            gevent.sleep(0.01)  # requests in flight may still schedule follow-ups
+        else:
+            gevent.sleep(max(0.0, min(0.05, nxt - (time.monotonic() - t0_mono))))
+    pool.join(timeout=opts.request_timeout + 1)
+    progress.tick(time.monotonic() - t0_mono, i, final=True)
+
+
+def _perform(sc: Scenario, ctx: DispatchContext, a: Arrival) -> None:
+    try:
+        sc.perform(ctx, a)
+    except Exception as e:  # a scenario bug must show, but never stop the dispatcher
+        sys.stderr.write(f"peakproof: {sc.name} {a.kind}: {type(e).__name__}: {e}\n")
+
+
+class _Progress:
+    """A line every 2 s on a terminal; silent when output is not one."""
+
+    def __init__(self, eng: Engine, total: int) -> None:
+        self.eng, self.total, self.next = eng, total, 0.0
+        self.tty = sys.stderr.isatty()
+
+    def tick(self, now: float, dispatched: int, final: bool = False) -> None:
+        if not self.tty or (now < self.next and not final):
+            return
+        self.next = now + 2
+        c = self.eng.history.counts()
+        k = self.eng.counters
+        sys.stderr.write(f"\rpeakproof {self.eng.scenario.name}: {now:6.1f} s  scheduled {dispatched:,}/{self.total:,}"
+                         f"  sent {k['sent']:,}  late {k['late']:,}  dropped {k['dropped']:,}  ok {c['ok']:,}"
+                         f"  fail {c['fail']:,}  info {c['info']:,}  in flight {c['invoke']:,}   "
+                         + ("\n" if final else ""))
+        sys.stderr.flush()
+
+
+def _send_history(eng: Engine) -> None:
+    runner = eng.environment.runner
+    wire = [op_to_wire(op) for op in eng.history.ops]
+    for start in range(0, len(wire), 5000):
+        runner.send_message("peakproof_ops", {"ops": wire[start:start + 5000]})
+    runner.send_message("peakproof_done", {"counters": eng.counters,
+                                           "dropped_by_second": {str(k): v for k, v in eng.dropped_by_second.items()}})
+
+
+# -- the shape: one per run, whatever files loadtests/ holds ------------------------------------
+
+
+class ScenarioShape(LoadTestShape):
+    """One dispatcher per process for as long as the scenario runs; then stop."""
+
+    def tick(self) -> tuple[int, float] | None:
+        eng = ENGINE
+        if eng is None:
+            return None
+        runner = self.runner
+        workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
+        elapsed = self.get_run_time()
+        bound = min(eng.environment.parsed_options.max_run_seconds, eng.scenario.bound_seconds() + 30)
+        if eng.finished or elapsed > bound:
+            return None
+        if isinstance(runner, MasterRunner):
+            if eng.workers_done >= workers > 0:
+                _finish(eng)
+                return None
+        elif eng.done:
+            _finish(eng)
+            return None
+        return max(1, workers), max(1, workers) * 10
+
+
+def _finish(eng: Engine) -> None:
+    if eng.finished:
+        return
+    if eng.is_master:
+        gevent.sleep(0.5)  # the last op chunks travel with the done message
+    eng.scenario.finish(eng.history)
+    eng.finished = True
+    _judge(eng)
+
+
+def _judge(eng: Engine) -> None:
+    opts = eng.environment.parsed_options
+    sc = eng.scenario
+    parts: list[Any] = [eng.history.ops] + eng.worker_parts
+    history = merge_histories(parts, time.time) if eng.is_master else eng.history
+    checks, charts, details = sc.judge(history)
+    slos = [t.judge(history.ops) for t in parse_thresholds(opts.slo or sc.default_slos)]
+    load, load_charts, load_details = _offered_load(eng, history)
+    finished = time.time()
+    locust_html = getattr(opts, "html_file", None)
+    report = RunReport(sc.name, sc.host, eng.started_wall, finished,
+                       {**sc.params(), "scale": opts.scale, "time_scale": opts.time_scale, "spacing": opts.spacing,
+                        "seed": opts.seed, "pool_size": opts.pool_size, "processes": _process_count(eng),
+                        "slos": ", ".join(opts.slo or sc.default_slos)},
+                       checks, slos, load, load_charts + charts, {**load_details, **details},
+                       locust_html=locust_html)
+    path = write_report(report, opts.report_dir)
+    eng.report_path = str(path)
+    eng.environment.process_exit_code = 0 if report.verdict else 1
+    print(_summary(report, path), flush=True)
+
+
+def _process_count(eng: Engine) -> int:
+    runner = eng.environment.runner
+    return runner.worker_count if isinstance(runner, MasterRunner) else 1
+
+
+def _summary(report: RunReport, path: Any) -> str:
+    lines = [f"\npeakproof {report.scenario}: {'PASS' if report.verdict else 'FAIL'}  (report: {path})"]
+    for group in (report.load, report.checks, report.slos):
+        for r in group:
+            mark = {True: "ok", False: "FAIL", "unknown": "??"}[r.valid]
+            lines.append(f"  [{mark}] {r.name}" + (f": {r.first_violation}" if r.first_violation else ""))
+    return "\n".join(lines)
+
+
+def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+    """Did the run offer the curve? Target vs achieved sends per second, late and dropped."""
+    opts = eng.environment.parsed_options
+    sc = eng.scenario
+    t0 = eng.started_wall
+    planned = sc.arrivals()
+    target: dict[int, int] = {}
+    for a in planned:
+        target[int(a.t)] = target.get(int(a.t), 0) + 1
+    sent_by_sec: dict[int, int] = {}
+    lat_i: dict[int, list[float]] = {}
+    lat_s: dict[int, list[float]] = {}
+    sends = [op for op in history.ops if op.send_time is not None and op.intended_time is not None]
+    for op in sends:
+        sec = int(op.send_time - t0)  # type: ignore[operator]
+        sent_by_sec[sec] = sent_by_sec.get(sec, 0) + 1
+        if op.done:
+            k = int(op.intended_time - t0)  # type: ignore[operator]
+            lat_i.setdefault(k, []).append(op.latency_from_intended)
+            lat_s.setdefault(k, []).append(op.latency)
+    c = eng.counters
+    due, sent, dropped = c["due"], c["sent"], c["dropped"]
+    planned_n = len(planned)
+    offered = sent / due if due else 0.0
+    late_share = c["late"] / sent if sent else 0.0
+    ok = due > 0 and offered >= 1 - opts.offered_tolerance
+    peak_target = max(target.values(), default=0)
+    peak_sent = max((sent_by_sec.get(s, 0) for s in target), default=0)
+    first = None if ok else (f"Actual {sent:,} of {due:,} due arrivals sent ({offered:.1%}) / Limit "
+                             f">= {1 - opts.offered_tolerance:.0%}: the generator could not keep up"
+                             f" ({dropped:,} dropped after {opts.max_lateness:g} s late, {c['late']:,} sent >100 ms late;"
+                             f" peak second {peak_sent:,} sent vs {peak_target:,} due)")
+    result = CheckResult("offered_load_matches_curve", ok,
+                         {"actual": f"{offered:.2%} of due arrivals sent", "limit": f">= {1 - opts.offered_tolerance:.0%}",
+                          "due": due, "planned": planned_n, "sent": sent, "late_over_100ms": c["late"],
+                          "dropped": dropped, "peak_target_per_s": peak_target, "peak_sent_per_s": peak_sent},
+                         first)
+    secs = sorted(set(target) | set(sent_by_sec))
+    charts = [Chart("Arrivals per second: the curve vs what was sent",
+                    "requests / s", {"target (curve)": [(s, target.get(s, 0)) for s in secs],
+                                     "sent": [(s, sent_by_sec.get(s, 0)) for s in secs],
+                                     "dropped": [(s, eng.dropped_by_second.get(s, 0)) for s in secs]},
+                    note="Follow-up requests (confirms, cancels, retries) are scheduled during the run and "
+                         "count in 'sent' but not in the precomputed curve."),
+              Chart("Latency percentiles over time (by intended second)", "seconds",
+                    {"p50 from intended": _pct_series(lat_i, 0.5), "p99 from intended": _pct_series(lat_i, 0.99),
+                     "p50 from send": _pct_series(lat_s, 0.5), "p99 from send": _pct_series(lat_s, 0.99)},
+                    note="From intended = completion minus the instant the curve meant the request to start "
+                         "(free of coordinated omission); from send = completion minus the actual send.")]
+    details = {"offered load": {"planned arrivals (curve)": planned_n, "due (incl. follow-ups)": due, "sent": sent,
+                                "sent >100 ms late": c["late"], "late share": f"{late_share:.2%}",
+                                "dropped": dropped, "max lateness before drop (s)": opts.max_lateness}}
+    return [result], charts, details
+
+
+def _pct_series(by_sec: dict[int, list[float]], q: float) -> list[tuple[float, float]]:
+    out = []
+    for sec in sorted(by_sec):
+        vals = sorted(by_sec[sec])
+        out.append((sec, vals[min(len(vals) - 1, int(q * len(vals)))]))
+    return out
