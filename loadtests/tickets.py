@@ -23,7 +23,7 @@ from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario,
 from peakproof.report import Chart
 from peakproof.arrivals import arrival_times, constant
 
-__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening"]
+__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut"]
 
 CONFIRM_SHARE = 0.65  # BS5 at the 120 s window
 CANCEL_SHARE = 0.05  # of sales
@@ -154,3 +154,59 @@ class TicketsOpening(Scenario):
                 ctx.later(rnd.uniform(0.1, 1.0), "cancel", a.data)
         elif a.kind == "cancel":
             d.cancel(a.data, intended_time=ctx.intended(a.t))
+
+
+@scenario
+class TicketsSoldOut(Scenario):
+    """The normal path of 196,429 requests: reservations against a sold-out quota, at a constant rate.
+
+    The rate is 20,000/s x ``--scale`` for ``--duration`` seconds (default 10). Used to
+    measure the engine's sustained rate and its arrival accuracy.
+    """
+
+    name = "tickets-sold-out"
+    description = "Case T's sold-out path: constant-rate reservations on an empty quota"
+    default_slos = ["reserve:p99<=100ms"]
+
+    def __init__(self, options: Any, host: str) -> None:
+        super().__init__(options, host)
+        self.rate = 20_000 * options.scale
+        self.seconds = float(getattr(options, "duration", 10.0) or 10.0)
+        self.quota_id = ""
+        self._arrivals: list[Arrival] | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {"rate (req/s)": self.rate, "seconds": self.seconds, "quota id": self.quota_id}
+
+    def setup(self) -> dict[str, Any]:
+        self.quota_id = f"soldout-{uuid.uuid4().hex[:10]}"
+        op = HttpTickets(self.host, admin_token=self.options.admin_token).put_quota(self.quota_id, 0, 60.0)
+        if op.type != OK:
+            raise SystemExit(f"peakproof: could not create the quota on {self.host}: {op.value} {op.error}")
+        return {"quota_id": self.quota_id}
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.quota_id = shared["quota_id"]
+
+    def arrivals(self) -> list[Arrival]:
+        if self._arrivals is None:
+            times = arrival_times(constant(self.rate, self.seconds, "sold-out"), self.options.spacing,
+                                  self.options.seed)
+            self._arrivals = [Arrival(t, "reserve", i) for i, t in enumerate(times)]
+        return self._arrivals
+
+    def bound_seconds(self) -> float:
+        return self.seconds + 30
+
+    def make_driver(self, history: History, transport: Any) -> HttpTickets:
+        return HttpTickets(self.host, history=history, transport=transport)
+
+    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+        ctx.driver.reserve(self.quota_id, f"b{a.data}", 1, f"r{a.data}", process=f"buyer-{a.data}",
+                           intended_time=ctx.intended(a.t))
+
+    def finish(self, history: History) -> None:
+        HttpTickets(self.host, history=history).read_quota(self.quota_id, process="final")
+
+    def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
+        return check_tickets(history, HttpTickets.tolerance), [], {}

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="normal survives a process crash; full also survives power loss (an fsync a commit)")
     s.add_argument("--threads", type=_positive(int), default=32, help="worker threads for quota-row work")
 
-    r = sub.add_parser("run", help="check a target end to end: properties and a concurrent burst, with a verdict")
+    r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
+                                   "and an HTML report")
     r.add_argument("case", nargs="?", default="tickets", choices=["tickets"])
     r.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
                    help="base URL of the case's API (e.g. http://127.0.0.1:8000/tickets); default: start the "
@@ -54,10 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"))
     r.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
                    help="policy of the reference target started when no --target-url is given")
-    r.add_argument("--burst-requests", type=_positive(int), default=20_000)
-    r.add_argument("--burst-capacity", type=_positive(int), default=5_000)
-    r.add_argument("--threads", type=_positive(int), default=16)
-    r.add_argument("--skip-properties", action="store_true", help="only the burst and the in-process opening")
+    r.add_argument("--scale", type=_positive(float), default=0.15,
+                   help="rate and quota of the load scenario as a share of the seed's (0.15: 3,000 req/s on a "
+                        "750 quota, what one Locust process sustains beside the reference target on 2 cores)")
+    r.add_argument("--time-scale", type=_positive(float), default=24.0,
+                   help="divide the 120 s hold window by this (24: a 5 s window)")
+    r.add_argument("--report-dir", default="reports")
+    r.add_argument("--skip-properties", action="store_true", help="only the load scenario and the in-process opening")
     _add_models_parser(sub)
     return p
 

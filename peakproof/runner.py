@@ -17,7 +17,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from .cases.tickets import HttpTickets, InProcessTickets, OpeningWorkload, check_tickets, concurrent_burst, replay_opening
+from .cases.tickets import InProcessTickets, OpeningWorkload, check_tickets, replay_opening
 from .checks import CheckResult
 from .errors import UsageError
 from .launch import ServedTarget
@@ -60,19 +60,7 @@ def run(args: argparse.Namespace) -> int:
             ok = proc.returncode == 0
             parts.append(("properties (Hypothesis, ci profile)", ok, f"{tail} in {time.monotonic() - t0:.1f} s", []))
 
-        print(f"peakproof: concurrent burst: {args.burst_requests:,} reservations from {args.threads} threads "
-              f"on a {args.burst_capacity:,} quota", flush=True)
-        t0 = time.monotonic()
-        _, history = concurrent_burst(lambda h: HttpTickets(url, history=h, admin_token=args.admin_token),
-                                      capacity=args.burst_capacity, requests=args.burst_requests,
-                                      threads=args.threads, hold_seconds=600.0, deadline_seconds=300.0)
-        elapsed = time.monotonic() - t0
-        results = check_tickets(history, HttpTickets.tolerance)
-        c = history.counts()
-        parts.append(("concurrent burst over HTTP", not any(r.failed for r in results),
-                      f"{len(history.of('reserve')):,} requests in {elapsed:.1f} s "
-                      f"({len(history.of('reserve')) / elapsed:,.0f}/s): ok {c['ok']:,}, fail {c['fail']:,}, "
-                      f"info {c['info']:,}", results))
+        parts.append(_load_scenario(args, url))
 
     if not args.target_url:
         t0 = time.monotonic()
@@ -92,17 +80,45 @@ def run(args: argparse.Namespace) -> int:
         print(f"  [{'ok' if ok else 'FAIL'}] {name}: {detail}")
         for r in checks:
             mark = {True: "ok", False: "FAIL", "unknown": "??"}[r.valid]
-            print(f"      [{mark}] {r.name}: violations {r.counts.get('violations', 0):,} (limit 0)"
-                  + (f"\n          {r.first_violation}" if r.first_violation else ""))
-    _write_summary(args.case, verdict, parts)
+            actual = (f"Actual {r.counts['actual_ms']:,.1f} ms / Limit {r.counts['limit_ms']:,.1f} ms"
+                      if "actual_ms" in r.counts else
+                      f"Actual {r.counts['actual']} / Limit {r.counts['limit']}" if "actual" in r.counts else
+                      f"violations {r.counts.get('violations', 0):,} / Limit 0")
+            print(f"      [{mark}] {r.name}: {actual}" + (f"\n          {r.first_violation}" if r.first_violation else ""))
     return 0 if verdict else 1
 
 
-def _write_summary(case: str, verdict: bool, parts: list[tuple[str, bool, str, list[CheckResult]]]) -> None:
-    out = Path("reports")
-    out.mkdir(exist_ok=True)
-    path = out / f"{case}-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"case": case, "pass": verdict,
-                                "parts": [{"name": n, "ok": o, "detail": d, "checks": [c.to_json() for c in cs]}
-                                          for n, o, d, cs in parts]}, indent=1, default=str))
-    print(f"  summary written to {path}")
+def _load_scenario(args: argparse.Namespace, url: str) -> tuple[str, bool, str, list[CheckResult]]:
+    """Run the case's Locust scenario (open model) and read its verdict from the report's sidecar."""
+    loadtests = find_properties(args.case).parents[1] / "loadtests"
+    scenario = {"tickets": "tickets-opening"}[args.case]
+    reports = Path(args.report_dir)
+    reports.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    locust_html = reports / f"{scenario}-{stamp}-locust.html"
+    cmd = [sys.executable, "-m", "locust", "-f", str(loadtests), "--headless", "--host", url,
+           "--scenario", scenario, "--scale", str(args.scale), "--time-scale", str(args.time_scale),
+           "--report-dir", str(reports), "--html", str(locust_html), "--only-summary", "--loglevel", "WARNING"]
+    if args.admin_token:
+        cmd += ["--admin-token", args.admin_token]
+    print(f"peakproof: load: {scenario} at scale {args.scale:g} (time scale {args.time_scale:g}) through Locust",
+          flush=True)
+    t0 = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    sidecars = [p for p in reports.glob(f"{scenario}-*.json") if p.stat().st_mtime >= t0 - 1]
+    if not sidecars:
+        print(proc.stdout[-3000:], proc.stderr[-3000:])
+        return (f"load scenario {scenario}", False, f"Locust exited {proc.returncode} without a report", [])
+    doc = json.loads(max(sidecars, key=lambda p: p.stat().st_mtime).read_text())
+    results = [_result(r) for group in ("load", "checks", "slos") for r in doc[group]]
+    load = doc["load"][0]["counts"] if doc["load"] else {}
+    detail = (f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
+              f"{load.get('peak_target_per_s', 0):,}/s due; report {reports / doc['html']}")
+    return (f"load scenario {scenario} (Locust, open model)", bool(doc["pass"]) and proc.returncode == 0, detail,
+            results)
+
+
+def _result(d: dict) -> CheckResult:
+    return CheckResult(d["name"], d["valid"], d["counts"], d["first_violation"], d.get("examples", []), d.get("note"))
+
+

@@ -119,7 +119,7 @@ class Reservation:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One atomic write: the new quota row plus at most one reservation insert/transition.
+    """One atomic write: the new quota row plus reservation inserts or one transition.
 
     ``expected_version`` None means a blind write (policy ``none``). ``status_from`` makes
     the reservation transition conditional, so units return to stock exactly once.
@@ -127,7 +127,7 @@ class Change:
 
     row: QuotaRow
     expected_version: int | None
-    insert: Reservation | None = None
+    inserts: tuple[Reservation, ...] = ()
     transition: tuple[str, Status, Status] | None = None  # (reservation id, from, to)
 
 
@@ -347,7 +347,7 @@ class TicketsCore:
             res = Reservation(self._new_id(), quota_id, buyer_id, request_id, quantity, "held",
                               now, now + row.hold_seconds)
             new = replace(row, available=row.available - quantity, held=row.held + quantity)
-            return Change(new, None, insert=res)
+            return Change(new, None, inserts=(res,))
 
         change = yield from self._mutate(quota_id, qs, decide)
         if change is None:  # lost the idempotency race to a concurrent replay
@@ -356,9 +356,62 @@ class TicketsCore:
             if prior.quantity != quantity:
                 raise IdempotencyKeyReused(f"request_id {request_id!r} was used for quantity {prior.quantity}")
             return prior, False
-        assert change.insert is not None
-        heapq.heappush(qs.expiries, (change.insert.expires_at, change.insert.reservation_id))
-        return change.insert, True
+        res = change.inserts[0]
+        heapq.heappush(qs.expiries, (res.expires_at, res.reservation_id))
+        return res, True
+
+    def reserve_many(self, quota_id: str, requests: list[tuple[str, int, str]]) -> list[object]:
+        """Decide a queue of reservations under one lock, one read and one write (group commit).
+
+        The seed puts a queue in front of the quota row (queue-based load levelling); this
+        drains it in batches, so the sell-out moment costs one transaction per batch, not
+        one per buyer. Each entry of the result is (reservation, created) or a TicketError.
+        Requests must have passed :meth:`reserve_fast`. Falls back to one at a time when a
+        concurrent replay of the same key wins a race.
+        """
+        qs = self._state(quota_id)
+        results: list[object] = [None] * len(requests)
+        todo: list[int] = []
+        seen: dict[tuple[str, str], int] = {}
+        for i, (buyer, qty, rid) in enumerate(requests):
+            prior = self.store.find_by_key(quota_id, buyer, rid)
+            if prior is not None or (buyer, rid) in seen:
+                continue  # a replay: answered after the batch
+            seen[(buyer, rid)] = i
+            todo.append(i)
+
+        def decide(row: QuotaRow, now: float) -> Change:
+            available, inserts = row.available, []
+            for i in todo:
+                buyer, qty, rid = requests[i]
+                if available < qty:
+                    results[i] = SoldOut(f"only {available} available; asked {qty}", available=available)
+                    continue
+                res = Reservation(self._new_id(), quota_id, buyer, rid, qty, "held", now, now + row.hold_seconds)
+                available -= qty
+                inserts.append(res)
+                results[i] = (res, True)
+            held = row.held + (row.available - available)
+            return Change(replace(row, available=available, held=held), None, inserts=tuple(inserts))
+
+        try:
+            change = self.run(self._mutate(quota_id, qs, decide))
+        except TicketError as e:
+            return [e] * len(requests)
+        if change is None:  # a duplicate key raced in: decide them one by one
+            return [self._one(quota_id, *r) for r in requests]
+        for res in change.inserts:  # type: ignore[union-attr]
+            heapq.heappush(qs.expiries, (res.expires_at, res.reservation_id))
+        for i, (buyer, qty, rid) in enumerate(requests):
+            if results[i] is None:
+                results[i] = self._one(quota_id, buyer, qty, rid)
+        return results
+
+    def _one(self, quota_id: str, buyer: str, qty: int, rid: str) -> object:
+        try:
+            return self.reserve(quota_id, buyer, qty, rid)
+        except TicketError as e:
+            return e
 
     def confirm(self, reservation_id: str) -> Reservation:
         """Turn a hold into a sale. Replay-safe: confirming a sale returns it."""

@@ -2,7 +2,7 @@
 
 Both implement :class:`targets.tickets.core.Store`. ``apply`` is the one write: the quota
 row (compare-and-set on its version unless the policy writes blind), plus at most one
-reservation insert or conditional status transition, all or nothing.
+reservation inserts or one conditional status transition, all or nothing.
 """
 
 from __future__ import annotations
@@ -48,17 +48,15 @@ class InMemoryStore:
                 return "version"
             if change.expected_version is not None and current.version != change.expected_version:
                 return "version"
-            if change.insert is not None:
-                r = change.insert
-                if (r.quota_id, r.buyer_id, r.request_id) in self._keys:
-                    return "duplicate"
+            keys = [(r.quota_id, r.buyer_id, r.request_id) for r in change.inserts]
+            if any(k in self._keys for k in keys) or len(set(keys)) < len(keys):
+                return "duplicate"
             if change.transition is not None:
                 rid, was, now = change.transition
                 if self._res[rid].status != was:
                     return "status"
                 self._res[rid] = replace(self._res[rid], status=now)
-            if change.insert is not None:
-                r = change.insert
+            for r in change.inserts:
                 self._res[r.reservation_id] = r
                 self._keys[(r.quota_id, r.buyer_id, r.request_id)] = r.reservation_id
             self._quotas[row.quota_id] = row
@@ -179,9 +177,10 @@ class SqliteStore:
                 if cur.rowcount != 1:
                     conn.execute("ROLLBACK")
                     return "status"
-            if change.insert is not None:
+            if change.inserts:
                 try:
-                    conn.execute("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?)", _res(change.insert))
+                    conn.executemany("INSERT INTO reservations VALUES (?,?,?,?,?,?,?,?)",
+                                     [_res(r) for r in change.inserts])
                 except sqlite3.IntegrityError:
                     conn.execute("ROLLBACK")
                     return "duplicate"
@@ -190,8 +189,7 @@ class SqliteStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if change.insert is not None:
-            r = change.insert
+        for r in change.inserts:
             self._keys[(r.quota_id, r.buyer_id, r.request_id)] = r
         return None
 
