@@ -180,21 +180,22 @@ def svg_chart(chart: Chart, width: int = 860, height: int = 260) -> str:
         return "<p class='note'>no data</p>"
     left, right, top, bottom = 64, 150, 12, 34
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
-    y1 = max(p[1] for p in pts)
+    y0, y1 = min(0.0, min(p[1] for p in pts)), max(p[1] for p in pts)  # negative counts are findings: show them
     x1 = x1 if x1 > x0 else x0 + 1
     y1 = _nice(y1 if y1 > 0 else 1)
+    y0 = -_nice(-y0) if y0 < 0 else 0.0
     w, h = width - left - right, height - top - bottom
 
     def sx(x: float) -> float:
         return left + (x - x0) / (x1 - x0) * w
 
     def sy(y: float) -> float:
-        return top + h - (y / y1) * h
+        return top + h - ((y - y0) / (y1 - y0)) * h
 
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' class='chart'>",
            f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='#fafafa' stroke='#ccc'/>"]
     for i in range(5):
-        yv = y1 * i / 4
+        yv = y0 + (y1 - y0) * i / 4
         out.append(f"<line x1='{left}' x2='{left + w}' y1='{sy(yv):.1f}' y2='{sy(yv):.1f}' stroke='#e5e5e5'/>"
                    f"<text x='{left - 6}' y='{sy(yv) + 4:.1f}' text-anchor='end'>{_short(yv)}</text>")
     for i in range(6):
