@@ -1,0 +1,159 @@
+"""Case N, notifications: the driver protocol, the in-process driver (virtual time), the workload.
+
+The checks live in :mod:`peakproof.cases.notifications_checks` and are re-exported here.
+The in-process driver runs the reference core against the provider simulator: ``advance``
+moves virtual time and pumps every provider call that falls due (rounds 30 s apart, the
+breakers' cool-down), in time order.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Protocol
+
+from ..clock import VirtualClock
+from ..history import FAIL, INFO, OK, History, Op
+from ..providers import ProviderConfig, ProviderSim
+from .notifications_checks import (NOTIFICATION_CHECKS, NotificationsAnalysis, check_notifications,
+                                   delivery_ratio_at_least, urgent_mean_latency)
+
+__all__ = ["NotificationsDriver", "InProcessNotifications", "NOTIFICATION_CHECKS", "NotificationsAnalysis",
+           "check_notifications", "delivery_ratio_at_least", "urgent_mean_latency", "peak_minute"]
+
+
+class NotificationsDriver(Protocol):
+    history: History
+
+    def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
+                      process: Any = 0) -> Op: ...
+    def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
+               process: Any = 0, intended_time: float | None = None) -> Op: ...
+    def get_notification(self, notification_id: str, *, process: Any = 0) -> Op: ...
+    def provider_calls(self) -> list[dict[str, Any]]: ...
+    def advance(self, seconds: float) -> None: ...
+
+
+class InProcessNotifications:
+    """The reference core and the provider simulator in one virtual clock."""
+
+    def __init__(self, *, policy: str = "cascade", providers: ProviderConfig | None = None,
+                 call_latency: float = 0.2, history: History | None = None, core: Any = None,
+                 outcome: Callable[[Any], str] | None = None, **core_options: Any) -> None:
+        from targets.notifications import InMemoryStore, NotificationError, NotificationsCore
+
+        self.clock = VirtualClock()
+        self.core = core or NotificationsCore(InMemoryStore(), self.clock, policy=policy, **core_options)
+        self.sim = ProviderSim(providers, self.clock)
+        self.call_latency = call_latency
+        self.outcome = outcome  # a test may decide provider outcomes itself (Hypothesis does)
+        self.history = history if history is not None else History(self.clock)
+        self._error = NotificationError
+
+    def _do(self, f: str, args: dict[str, Any], fn: Callable[[], Any], process: Any,
+            intended_time: float | None = None) -> Op:
+        op = self.history.invoke(process, f, args, intended_time)
+        try:
+            value = fn()
+        except self._error as e:
+            return self.history.complete(op, FAIL if e.status < 500 else INFO, e.code, e.message)
+        return self.history.complete(op, OK, value)
+
+    def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
+                      process: Any = 0) -> Op:
+        return self._do("put_recipient", {"recipient_id": recipient_id, "channels": list(channels),
+                                          "addresses": dict(addresses)},
+                        lambda: {"recipient_id": self.core.put_recipient(recipient_id, list(channels),
+                                                                         addresses).recipient_id}, process)
+
+    def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
+               process: Any = 0, intended_time: float | None = None) -> Op:
+        args = {"event_id": event_id, "recipient_id": recipient_id, "priority": priority, "title": title,
+                "body": body}
+
+        def accept() -> dict[str, Any]:
+            n, created = self.core.accept(event_id, recipient_id, priority, title, body)
+            return {"notification_id": n.notification_id, "status": n.status, "created": created}
+
+        op = self._do("notify", args, accept, process, intended_time)
+        self.pump()  # calls due now go out now (the first round is immediate)
+        return op
+
+    def get_notification(self, notification_id: str, *, process: Any = 0) -> Op:
+        return self._do("get_notification", {"notification_id": notification_id},
+                        lambda: notification_json(self.core.get(notification_id)), process)
+
+    def provider_calls(self) -> list[dict[str, Any]]:
+        return self.sim.record()["calls"]
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time, pumping every round and cool-down that falls due on the way."""
+        target = self.clock.now + seconds
+        while True:
+            due = self.core.next_due()
+            if due is None or due > target:
+                break
+            self.clock.set(due)
+            self.pump()
+        self.clock.set(target)
+        self.pump()
+
+    def pump(self) -> None:
+        while True:
+            calls = self.core.due_calls(self.clock.now)
+            if not calls:
+                return
+            for call in calls:
+                if self.outcome is not None:
+                    outcome = self.outcome(call)
+                    self.sim.calls.append(_synthetic(call, outcome, self.clock.now))
+                    if outcome in ("ok", "ack_lost"):
+                        self.sim.deliveries.setdefault((call.channel, call.idempotency_key), self.sim.calls[-1])
+                else:
+                    outcome = self.sim.send(call.channel, call.address, call.idempotency_key, call.event_id,
+                                            call.recipient_id, call.message)
+                self.core.complete(call, "unknown" if outcome == "ack_lost" else outcome,
+                                   self.clock.now + self.call_latency)
+
+
+def _synthetic(call: Any, outcome: str, at: float) -> Any:
+    from ..providers import ProviderCall
+
+    return ProviderCall(call.channel, call.idempotency_key, call.event_id, call.recipient_id, call.address, at,
+                        outcome, call.message)
+
+
+def notification_json(n: Any) -> dict[str, Any]:
+    return {"notification_id": n.notification_id, "event_id": n.event_id, "recipient_id": n.recipient_id,
+            "priority": n.priority, "status": n.status, "channel": n.channel, "accepted_at": n.accepted_at,
+            "delivered_at": n.delivered_at,
+            "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": a.at} for a in n.attempts]}
+
+
+def peak_minute(n: int, seed: int = 20260730, urgent_share: float = 0.3,
+                shares: tuple[float, float, float] = (0.55, 0.25, 0.20)) -> list[tuple[str, list[str], dict[str, str], str]]:
+    """``n`` recipients with a preferred channel drawn by the seed's shares (BI4), each with all
+    three addresses (the cascade needs somewhere to go), and a priority.
+
+    Returns (recipient id, channel preference order, addresses, priority). Faker provides
+    names for the addresses, Turkish among them.
+    """
+    from faker import Faker
+
+    fake = Faker(["tr_TR", "en_US"])
+    fake.seed_instance(seed)
+    rnd = random.Random(seed)
+    names = [fake.user_name() for _ in range(min(n, 2_000))]
+    out = []
+    order = ("push", "sms", "email")
+    for i in range(n):
+        u, pref = rnd.random(), "email"
+        for ch, share in zip(order, shares):
+            if u < share:
+                pref = ch
+                break
+            u -= share
+        channels = [pref] + [c for c in order if c != pref]
+        name = f"{names[i % len(names)]}{i}"
+        addresses = {"push_token": f"tok-{name}", "phone": f"+90555{i:07d}", "email": f"{name}@example.com"}
+        out.append((f"r{i}", channels, addresses, "urgent" if rnd.random() < urgent_share else "reminder"))
+    return out

@@ -1,0 +1,276 @@
+"""The notification invariants: pure functions of the history plus the providers' record.
+
+The providers' record (every call with its outcome, every delivery once per channel and
+key) is the ground truth; the history says what was accepted, for whom, with which
+preferences, and what the target reported. Operation names: ``put_recipient`` (args
+recipient_id, channels, addresses), ``notify`` (args event_id, recipient_id, priority,
+title, body; ok value has notification_id), ``get_notification`` (ok value: the
+notification with status, channel, attempts).
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from typing import Any, Iterable
+
+from ..checks import CheckResult, Violations
+from ..history import OK, History, Op
+from .. import providers as pv
+
+STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
+
+
+class NotificationsAnalysis:
+    def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
+                 breaker_window: int = 20, breaker_min_failures: int = 5) -> None:
+        self.ops = history.ops if isinstance(history, History) else list(history)
+        self.calls = sorted(calls, key=lambda c: c["at"])
+        self.budget = budget
+        self.breaker_window, self.breaker_min_failures = breaker_window, breaker_min_failures
+        self.recipients: dict[str, dict[str, Any]] = {}
+        for op in self.ops:
+            if op.f == "put_recipient" and op.type == OK:
+                self.recipients[op.args["recipient_id"]] = op.args
+        self.accepted: dict[tuple[str, str], Op] = {}
+        for op in self.ops:
+            if op.f == "notify" and op.type == OK:
+                self.accepted.setdefault((op.args["event_id"], op.args["recipient_id"]), op)
+        self.calls_by_key: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for c in self.calls:
+            self.calls_by_key[(c["event_id"], c["recipient_id"])].append(c)
+        # per channel: call times and a running count of transient failures, for window queries
+        self._times: dict[str, list[float]] = defaultdict(list)
+        self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
+        self._permanent_cum: dict[str, list[int]] = defaultdict(lambda: [0])
+        for c in self.calls:
+            ch = c["channel"]
+            self._times[ch].append(c["at"])
+            self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] == "transient"))
+            self._permanent_cum[ch].append(self._permanent_cum[ch][-1] + (c["outcome"] == "permanent"))
+        self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for c in self.calls:
+            if c["outcome"] in ("ok", "ack_lost"):
+                self.delivered[(c["event_id"], c["recipient_id"])].append(c)
+
+
+def _a(x: Any, calls: list[dict[str, Any]] | None, **kw: Any) -> NotificationsAnalysis:
+    return x if isinstance(x, NotificationsAnalysis) else NotificationsAnalysis(x, calls or [], **kw)
+
+
+def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
+    """Every (event, recipient) reached the recipient at most once, over all channels."""
+    v = Violations()
+    extra = 0
+    for key, ds in a.delivered.items():
+        if len(ds) > 1:
+            extra += len(ds) - 1
+            v.add(f"event {key[0]!r} reached recipient {key[1]!r} {len(ds)} times, on "
+                  + ", ".join(d["channel"] for d in ds), *[(d["channel"], d["at"]) for d in ds[:3]])
+    return v.result("one_delivery_per_event", {"duplicate_deliveries": extra, "delivered": len(a.delivered)})
+
+
+def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -> CheckResult:
+    """Share of accepted notifications that some provider delivered (the providers' record)."""
+    n = len(a.accepted)
+    delivered = sum(1 for k in a.accepted if a.delivered.get(k))
+    ratio = delivered / n if n else 1.0
+    ok = ratio >= threshold
+    return CheckResult("delivery_ratio_at_least", ok if n else "unknown",
+                       {"actual": f"{ratio:.4f}", "limit": f">= {threshold:.2f}", "accepted": n,
+                        "delivered": delivered},
+                       None if ok else f"Actual {ratio:.4f} / Limit {threshold:.2f}: {n - delivered:,} of {n:,} "
+                                       f"accepted notifications never reached their recipient")
+
+
+def attempt_budget_respected(a: NotificationsAnalysis) -> CheckResult:
+    """At most ``budget`` provider calls per (event, recipient)."""
+    v = Violations()
+    for key, cs in a.calls_by_key.items():
+        if len(cs) > a.budget:
+            v.add(f"event {key[0]!r} for {key[1]!r}: {len(cs)} provider calls (budget {a.budget})",
+                  [(c["channel"], c["outcome"]) for c in cs])
+    total = len(a.calls)
+    return v.result("attempt_budget_respected", {"calls": total,
+                                                 "calls_per_notification": round(total / max(1, len(a.accepted)), 3)})
+
+
+def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckResult:
+    v = Violations()
+    for key, cs in a.calls_by_key.items():
+        dead: set[str] = set()
+        for c in cs:
+            if c["channel"] in dead:
+                v.add(f"event {key[0]!r} for {key[1]!r}: {c['channel']} called again after it answered permanent",
+                      [(x["channel"], x["outcome"]) for x in cs])
+                break
+            if c["outcome"] == "permanent":
+                dead.add(c["channel"])
+    return v.result("no_retry_after_permanent_on_same_channel", {"notifications": len(a.calls_by_key)})
+
+
+def _window_before(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int, int]:
+    """(calls, transient, permanent) among the channel's last ``breaker_window`` calls before ``at``."""
+    import bisect
+
+    end = bisect.bisect_left(a._times.get(channel, []), at)
+    start = max(0, end - a.breaker_window)
+    t, p = a._transient_cum[channel], a._permanent_cum[channel]
+    return end - start, t[end] - t[start], p[end] - p[start]
+
+
+def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
+    return _window_before(a, channel, at)[1]
+
+
+def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls made together with the first one (a parallel round sends several at once)."""
+    return [c for c in cs if c["at"] == cs[0]["at"]]
+
+
+def preference_respected(a: NotificationsAnalysis) -> CheckResult:
+    """The first call goes to the preferred channel, unless that channel was failing transiently."""
+    v = Violations()
+    firsts = 0
+    for key, cs in a.calls_by_key.items():
+        r = a.recipients.get(key[1])
+        if r is None or not cs:
+            continue
+        firsts += 1
+        first = cs[0]
+        preferred = r["channels"][0]
+        if preferred in {c["channel"] for c in _first_round(cs)}:
+            continue
+        if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
+                c for c in pv.CHANNELS if c in _addressed(r)]:
+            v.add(f"event {key[0]!r}: called {first['channel']}, a channel {key[1]!r} has no address for", first)
+        elif first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.breaker_min_failures:
+            v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
+                  f"though {preferred} had failed transiently only "
+                  f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
+    return v.result("preference_respected", {"first_calls": firsts})
+
+
+def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
+    """A channel is skipped (breaker open) only after transient failures, never for permanent ones."""
+    v = Violations()
+    skips = 0
+    for key, cs in a.calls_by_key.items():
+        r = a.recipients.get(key[1])
+        if r is None or not cs:
+            continue
+        preferred = r["channels"][0]
+        first = cs[0]
+        if preferred in {c["channel"] for c in _first_round(cs)}:
+            continue
+        skips += 1
+        n_recent, transient, permanent = _window_before(a, preferred, first["at"])
+        if transient < a.breaker_min_failures and permanent:
+            v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
+                  f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
+                  first)
+    return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips})
+
+
+def status_matches_providers(a: NotificationsAnalysis) -> CheckResult:
+    """The target's last reported status agrees with the providers' record."""
+    v = Violations()
+    last: dict[str, Op] = {}
+    for op in a.ops:
+        if op.f == "get_notification" and op.type == OK:
+            last[op.args["notification_id"]] = op
+    for nid, op in last.items():
+        n = op.value
+        key = (n.get("event_id"), n.get("recipient_id"))
+        delivered = a.delivered.get(key, [])
+        status = n.get("status")
+        if status == "delivered" and not delivered:
+            v.add(f"notification {nid} says delivered, but no provider delivered event {key[0]!r} to {key[1]!r}", op)
+        elif status == "failed" and delivered:
+            v.add(f"notification {nid} says failed, but {delivered[0]['channel']} delivered it", op)
+        elif status == "delivered" and n.get("channel") not in {d["channel"] for d in delivered}:
+            v.add(f"notification {nid} names channel {n.get('channel')!r}; the providers delivered it on "
+                  + ", ".join(d["channel"] for d in delivered), op)
+    return v.result("status_matches_providers", {"notifications_read": len(last)})
+
+
+def status_moves_forward(a: NotificationsAnalysis) -> CheckResult:
+    """queued -> sending -> delivered | failed; never back, never from one end to the other."""
+    v = Violations()
+    seen: dict[str, tuple[str, Op]] = {}
+    for op in sorted((o for o in a.ops if o.f == "get_notification" and o.type == OK), key=lambda o: o.invoke_seq):
+        nid, status = op.args["notification_id"], op.value.get("status")
+        if status not in STATUS_RANK:
+            v.add(f"notification {nid}: unknown status {status!r}", op)
+            continue
+        if nid in seen:
+            before, prev = seen[nid]
+            if prev.complete_seq < op.invoke_seq and (
+                    STATUS_RANK[status] < STATUS_RANK[before] or (STATUS_RANK[before] == 2 and status != before)):
+                v.add(f"notification {nid}: status went from {before} to {status}", prev, op)
+        seen[nid] = (status, op)
+    return v.result("status_moves_forward", {"notifications_read": len(seen)})
+
+
+def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
+    """What reached each provider fits that channel: SMS segments and encoding, push sizes, e-mail headers."""
+    from targets.notifications import formatting as fm  # the limits are the contract's, stated once
+
+    v = Violations()
+    checked = 0
+    for c in a.calls:
+        m = c.get("message") or {}
+        checked += 1
+        if c["channel"] == "sms":
+            text = m.get("text", "")
+            enc, segs = fm.sms_segments(text)
+            if enc != m.get("encoding") or segs != m.get("segments") or segs > fm.SMS_MAX_SEGMENTS:
+                v.add(f"SMS for {c['event_id']!r}: claims {m.get('encoding')} x{m.get('segments')}, "
+                      f"its text needs {enc} x{segs} (limit {fm.SMS_MAX_SEGMENTS} segments)", text[:80])
+        elif c["channel"] == "push":
+            size = len(__import__("json").dumps({"title": m.get("title"), "body": m.get("body")},
+                                                ensure_ascii=False).encode())
+            if len(m.get("title", "")) > fm.PUSH_TITLE_MAX or size > fm.PUSH_PAYLOAD_MAX:
+                v.add(f"push for {c['event_id']!r}: title {len(m.get('title', ''))} chars, payload {size} bytes "
+                      f"(limits {fm.PUSH_TITLE_MAX}, {fm.PUSH_PAYLOAD_MAX})", m.get("title"))
+        elif c["channel"] == "email":
+            subject, body = m.get("subject", ""), m.get("html", "")
+            stripped = body.replace("<p>", "").replace("</p>", "").replace("<br>", "")
+            if len(subject) > fm.EMAIL_SUBJECT_MAX or "\r" in subject or "\n" in subject or "<" in stripped:
+                v.add(f"e-mail for {c['event_id']!r}: subject {subject[:40]!r} ({len(subject)} chars) or an "
+                      f"unescaped body", html.escape(stripped[:80]))
+    return v.result("formatting_within_channel_limits", {"messages": checked})
+
+
+def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckResult:
+    """SLO: mean time from acceptance to the first delivery, over delivered urgent notifications."""
+    lat = []
+    for key, op in a.accepted.items():
+        if op.args.get("priority") == "urgent" and a.delivered.get(key):
+            lat.append(min(d["at"] for d in a.delivered[key]) - op.invoke_time)
+    if not lat:
+        return CheckResult("urgent mean delivery latency", "unknown", {"samples": 0})
+    mean = sum(lat) / len(lat)
+    ok = mean <= limit
+    return CheckResult("urgent mean delivery latency", ok,
+                       {"actual_ms": round(mean * 1000, 1), "limit_ms": limit * 1000, "samples": len(lat)},
+                       None if ok else f"Actual {mean:.2f} s / Limit {limit:.2f} s (mean over {len(lat):,} urgent "
+                                       f"notifications delivered)")
+
+
+def _addressed(r: dict[str, Any]) -> list[str]:
+    addr = r.get("addresses", {})
+    fields = {"push": "push_token", "sms": "phone", "email": "email"}
+    return [c for c in pv.CHANNELS if addr.get(fields[c]) or addr.get(c)]
+
+
+NOTIFICATION_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_budget_respected,
+                       no_retry_after_permanent_on_same_channel, breaker_counts_only_transient, preference_respected,
+                       status_matches_providers, status_moves_forward, formatting_within_channel_limits)
+
+
+def check_notifications(history: History | Iterable[Op], calls: list[dict[str, Any]], *, budget: int = 3,
+                        threshold: float = 0.99) -> list[CheckResult]:
+    a = NotificationsAnalysis(history, calls, budget=budget)
+    out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATION_CHECKS]
+    return out

@@ -1,0 +1,163 @@
+"""The push / SMS / e-mail provider simulator: the seed's failure model, and the ground truth.
+
+Failures (seed BI5/BI6, times ``multiplier``): a *permanent* failure belongs to an
+address (the same address always fails on that channel: a hash decides, seeded), a
+*transient* one to a call (a seeded draw). A channel can be forced ``down`` (every call
+fails transiently), calls can take ``latency`` seconds, and ``ack_lost`` is the share of
+calls that deliver but whose answer never arrives (the caller sees a timeout).
+
+Every accepted delivery is recorded once per (channel, idempotency key): a repeated call
+with the same key is acknowledged again without a second delivery, the way real
+providers' idempotency keys work. That record, not the target's own status, is what the
+notification checks judge. Served over HTTP by ``peakproof serve providers``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+CHANNELS = ("push", "sms", "email")
+TRANSIENT = {"push": 0.05, "sms": 0.02, "email": 0.01}  # BI5
+PERMANENT = {"push": 0.06, "sms": 0.02, "email": 0.01}  # BI6
+
+
+@dataclass
+class ProviderConfig:
+    multiplier: float = 1.0
+    down: tuple[str, ...] = ()
+    ack_lost: float = 0.0
+    latency: float = 0.0
+    seed: int = 20260730
+    transient: dict[str, float] = field(default_factory=lambda: dict(TRANSIENT))
+    permanent: dict[str, float] = field(default_factory=lambda: dict(PERMANENT))
+
+
+@dataclass(frozen=True)
+class ProviderCall:
+    channel: str
+    idempotency_key: str
+    event_id: str
+    recipient_id: str
+    to: str
+    at: float
+    outcome: str  # ok | transient | permanent | ack_lost (delivered, answer lost) | duplicate (already delivered)
+    message: dict[str, Any]
+
+
+class ProviderSim:
+    """Thread-safe; ``clock`` is the time deliveries are stamped with (virtual or wall)."""
+
+    def __init__(self, config: ProviderConfig | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.config = config or ProviderConfig()
+        self.clock = clock
+        self._rnd = random.Random(self.config.seed)
+        self._mutex = threading.Lock()
+        self.calls: list[ProviderCall] = []
+        self.deliveries: dict[tuple[str, str], ProviderCall] = {}
+
+    def permanently_fails(self, channel: str, address: str) -> bool:
+        rate = min(1.0, self.config.permanent[channel] * self.config.multiplier)
+        digest = hashlib.blake2b(f"{self.config.seed}|{channel}|{address}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2**64 < rate
+
+    def send(self, channel: str, to: str, idempotency_key: str, event_id: str, recipient_id: str,
+             message: dict[str, Any]) -> str:
+        """One provider call. Returns ok | transient | permanent | ack_lost."""
+        if channel not in CHANNELS:
+            raise ValueError(f"channel must be one of {', '.join(CHANNELS)}; got {channel!r}")
+        cfg = self.config
+        with self._mutex:
+            now = self.clock()
+            prior = self.deliveries.get((channel, idempotency_key))
+            if prior is not None:
+                outcome = "duplicate"
+            elif channel in cfg.down:
+                outcome = "transient"
+            elif self.permanently_fails(channel, to):  # a dead address always answers so (the seed's order)
+                outcome = "permanent"
+            elif self._rnd.random() < min(1.0, cfg.transient[channel] * cfg.multiplier):
+                outcome = "transient"
+            else:
+                outcome = "ack_lost" if cfg.ack_lost and self._rnd.random() < cfg.ack_lost else "ok"
+            call = ProviderCall(channel, idempotency_key, event_id, recipient_id, to, now, outcome, message)
+            self.calls.append(call)
+            if outcome in ("ok", "ack_lost"):
+                self.deliveries[(channel, idempotency_key)] = call
+        return "ok" if outcome == "duplicate" else outcome
+
+    def record(self) -> dict[str, Any]:
+        """The ground truth as plain data (what ``GET /calls`` serves)."""
+        with self._mutex:
+            return {"calls": [c.__dict__ for c in self.calls]}
+
+
+# -- served over HTTP ------------------------------------------------------------------------
+
+
+def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
+    """A raw ASGI app: POST /{push|sms|email}, GET /calls, POST /config, GET /health."""
+    import asyncio
+    import json
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                m = await receive()
+                if m["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif m["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            m = await receive()
+            body += m.get("body", b"")
+            if not m.get("more_body"):
+                break
+        path, method = scope["path"].rstrip("/"), scope["method"]
+        status, doc = 404, {"error": "not_found", "message": f"no route {method} {path}"}
+        if method == "GET" and path == "/health":
+            status, doc = 200, {"status": "ok"}
+        elif method == "GET" and path == "/calls":
+            status, doc = 200, sim.record()
+        elif method == "POST" and path == "/config":
+            try:
+                update = json.loads(body)
+                for k in ("multiplier", "ack_lost", "latency"):
+                    if k in update:
+                        setattr(sim.config, k, float(update[k]))
+                if "down" in update:
+                    sim.config.down = tuple(update["down"])
+                status, doc = 200, {"multiplier": sim.config.multiplier, "down": list(sim.config.down),
+                                    "ack_lost": sim.config.ack_lost, "latency": sim.config.latency}
+            except (ValueError, TypeError) as e:
+                status, doc = 400, {"error": "invalid_request", "message": str(e)}
+        elif method == "POST" and path.lstrip("/") in CHANNELS:
+            channel = path.lstrip("/")
+            headers = dict(scope["headers"])
+            try:
+                req = json.loads(body)
+                key = headers.get(b"idempotency-key", b"").decode() or req["idempotency_key"]
+                outcome = sim.send(channel, req["to"], key, req["event_id"], req["recipient_id"], req["message"])
+            except (ValueError, KeyError, TypeError) as e:
+                status, doc = 400, {"error": "invalid_request", "message": f"{type(e).__name__}: {e}"}
+            else:
+                if sim.config.latency:
+                    await asyncio.sleep(sim.config.latency)
+                if outcome == "ack_lost":  # delivered, but the answer never comes: the caller times out
+                    await asyncio.sleep(timeout_for_lost_acks)
+                    return
+                status, doc = {"ok": (200, {"status": "delivered"}),
+                               "transient": (503, {"error": "unavailable", "message": "try again"}),
+                               "permanent": (422, {"error": "undeliverable", "message": "bad address"})}[outcome]
+        data = json.dumps(doc).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
+
+    return app

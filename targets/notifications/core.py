@@ -1,0 +1,357 @@
+"""Case N's chosen design: accept, queue by priority, cascade across channels, deliver once.
+
+Sans-I/O: the core never calls a provider itself. ``due_calls(now)`` hands out the
+provider calls that are due (urgent before reminder), each with the idempotency key
+(event id, recipient) that excludes the channel; the adapter makes the call and reports
+``complete(call, outcome, now)`` with outcome ok | transient | permanent | unknown. Time
+(backoff between rounds, breaker cool-down) moves only when the core is told the time.
+
+* Budget: ``budget`` calls per notification (BI8: 3), one per round, rounds ``backoff``
+  seconds apart (BI9: 30 s).
+* ``cascade`` (chosen): preferred channel, then the others in push, SMS, e-mail order;
+  never the same channel again after a permanent failure; channels whose breaker is open
+  are skipped. ``single``: every call to the preferred channel. ``parallel``: all three
+  channels at once (the rejected alternative: duplicates).
+* Unknown outcome (timeout, ack lost): the next call goes to the *same* channel with the
+  same key, so the provider can deduplicate; another channel could deliver twice.
+* Circuit breaker per channel counting only transient failures (a permanent failure is
+  about the address, not the channel).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Callable, Literal, Protocol
+
+from .formatting import FORMATTERS
+
+CHANNELS = ("push", "sms", "email")
+ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}
+POLICIES = ("cascade", "single", "parallel")
+PRIORITIES = ("urgent", "reminder")
+Outcome = Literal["ok", "transient", "permanent", "unknown"]
+STATUS_ORDER = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
+
+
+class NotificationError(Exception):
+    status, code = 400, "invalid_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(NotificationError):
+    status, code = 400, "invalid_request"
+
+
+class UnknownRecipient(NotificationError):
+    status, code = 404, "unknown_recipient"
+
+
+class UnknownNotification(NotificationError):
+    status, code = 404, "unknown_notification"
+
+
+@dataclass(frozen=True)
+class Recipient:
+    recipient_id: str
+    channels: tuple[str, ...]
+    addresses: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    channel: str
+    outcome: str  # ok | transient | permanent | unknown | pending
+    at: float
+    call_no: int
+
+
+@dataclass
+class Notification:
+    notification_id: str
+    event_id: str
+    recipient_id: str
+    priority: str
+    title: str
+    body: str
+    accepted_at: float
+    status: str = "queued"
+    attempts: list[Attempt] = field(default_factory=list)
+    delivered_at: float | None = None
+    channel: str | None = None
+    next_at: float = 0.0
+
+    @property
+    def key(self) -> str:
+        """The idempotency key: (event id, recipient); the channel is deliberately not in it."""
+        return f"{self.event_id}/{self.recipient_id}"
+
+
+@dataclass(frozen=True)
+class Call:
+    notification_id: str
+    channel: str
+    address: str
+    message: dict
+    idempotency_key: str
+    call_no: int
+    event_id: str
+    recipient_id: str
+    priority: str
+
+
+class Store(Protocol):
+    def save_recipient(self, r: Recipient) -> None: ...
+    def load_recipient(self, recipient_id: str) -> Recipient | None: ...
+    def save(self, n: Notification) -> None: ...
+    def load(self, notification_id: str) -> Notification | None: ...
+    def find(self, event_id: str, recipient_id: str) -> Notification | None: ...
+    def insert_if_absent(self, n: Notification) -> Notification: ...
+    def open_notifications(self) -> list[Notification]: ...
+
+
+@dataclass
+class BreakerConfig:
+    window: int = 20  # last calls considered
+    min_calls: int = 10
+    failure_ratio: float = 0.5  # transient failures among the window that open it
+    cool_down: float = 10.0  # s open before a probe
+
+
+class Breaker:
+    """Closed -> open (too many transient failures) -> half-open (one probe) -> closed/open."""
+
+    def __init__(self, cfg: BreakerConfig) -> None:
+        self.cfg = cfg
+        self.recent: list[bool] = []  # True = transient failure
+        self.state = "closed"
+        self.open_until = 0.0
+        self.probe_out = False
+        self.opened = 0
+        self.transitions: list[tuple[float, str]] = []
+
+    def allows(self, now: float) -> bool:
+        if self.state == "open" and now >= self.open_until:
+            self._set("half-open", now)
+            self.probe_out = False
+        if self.state == "closed":
+            return True
+        if self.state == "half-open" and not self.probe_out:
+            self.probe_out = True
+            return True
+        return False
+
+    def record(self, outcome: str, now: float) -> None:
+        if outcome == "permanent":
+            return  # about the recipient's address, not the channel's health
+        failed = outcome in ("transient", "unknown")
+        if self.state == "half-open":
+            self.probe_out = False
+            if failed:
+                self._open(now)
+            else:
+                self._set("closed", now)
+                self.recent.clear()
+            return
+        self.recent.append(failed)
+        del self.recent[:-self.cfg.window]
+        if (len(self.recent) >= self.cfg.min_calls
+                and sum(self.recent) / len(self.recent) >= self.cfg.failure_ratio):
+            self._open(now)
+
+    def _open(self, now: float) -> None:
+        self._set("open", now)
+        self.open_until = now + self.cfg.cool_down
+        self.opened += 1
+        self.recent.clear()
+
+    def _set(self, state: str, now: float) -> None:
+        self.state = state
+        self.transitions.append((now, state))
+
+
+class NotificationsCore:
+    def __init__(self, store: Store, clock: Callable[[], float], *, policy: str = "cascade", budget: int = 3,
+                 backoff: float = 30.0, breaker: BreakerConfig | None = None,
+                 id_factory: Callable[[], str] | None = None) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+        self.store, self.clock, self.policy = store, clock, policy
+        self.budget, self.backoff = budget, backoff
+        self.breakers = {c: Breaker(breaker or BreakerConfig()) for c in CHANNELS}
+        self._new_id = id_factory or (lambda: uuid.uuid4().hex)
+        self._mutex = threading.RLock()  # the queue and breakers; each notification is also guarded here
+        # one heap per priority class, ordered by due time: urgent is always served first
+        self._queues: dict[str, list[tuple[float, int, str]]] = {p: [] for p in PRIORITIES}
+        self._seq = itertools.count()
+        self.in_flight: dict[str, int] = {}  # notification id -> calls outstanding
+        for n in store.open_notifications():  # a restart: everything accepted and not done is due again
+            if n.status == "sending":
+                n.attempts = [a if a.outcome != "pending" else replace(a, outcome="unknown") for a in n.attempts]
+                n.status = "queued"
+                store.save(n)
+            self._enqueue(n, n.next_at)
+
+    # -- recipients and acceptance -----------------------------------------------------------
+
+    def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str]) -> Recipient:
+        _require_id("recipient_id", recipient_id)
+        if not isinstance(channels, list) or not channels or len(set(channels)) != len(channels) or any(
+                c not in CHANNELS for c in channels):
+            raise InvalidRequest(f"channels must be a non-empty list of distinct channels from "
+                                 f"{', '.join(CHANNELS)}, in preference order; got {channels!r}")
+        clean = {}
+        for c in channels:
+            a = addresses.get(ADDRESS_FIELD[c])
+            if not isinstance(a, str) or not 0 < len(a) <= 320:
+                raise InvalidRequest(f"channel {c} needs {ADDRESS_FIELD[c]} (a string of 1 to 320 characters); "
+                                     f"got {a!r}")
+            clean[c] = a
+        r = Recipient(recipient_id, tuple(channels), clean)
+        self.store.save_recipient(r)
+        return r
+
+    def accept(self, event_id: str, recipient_id: str, priority: str, title: str, body: str) -> tuple[Notification, bool]:
+        _require_id("event_id", event_id)
+        _require_id("recipient_id", recipient_id)
+        if priority not in PRIORITIES:
+            raise InvalidRequest(f"priority must be 'urgent' or 'reminder'; got {priority!r}")
+        for name, v, limit in (("title", title, 1_000), ("body", body, 20_000)):
+            if not isinstance(v, str) or len(v) > limit:
+                raise InvalidRequest(f"{name} must be a string of at most {limit} characters; got {type(v).__name__}")
+        if self.store.load_recipient(recipient_id) is None:
+            raise UnknownRecipient(f"no recipient {recipient_id!r}; create it with PUT /recipients/{{id}}")
+        now = self.clock()
+        fresh = Notification(self._new_id(), event_id, recipient_id, priority, title, body, now, next_at=now)
+        with self._mutex:
+            n = self.store.insert_if_absent(fresh)  # atomic on (event id, recipient): a replay finds the first
+            if n is fresh:
+                self._enqueue(n, now)
+        return n, n is fresh
+
+    def get(self, notification_id: str) -> Notification:
+        n = self.store.load(notification_id)
+        if n is None:
+            raise UnknownNotification(f"no notification {notification_id!r}")
+        return n
+
+    # -- the queue ---------------------------------------------------------------------------
+
+    def _enqueue(self, n: Notification, due: float) -> None:
+        heapq.heappush(self._queues[n.priority], (due, next(self._seq), n.notification_id))
+
+    def next_due(self) -> float | None:
+        with self._mutex:
+            return min((q[0][0] for q in self._queues.values() if q), default=None)
+
+    def backlog(self) -> dict[str, int]:
+        return {p: len(q) for p, q in self._queues.items()}
+
+    def due_calls(self, now: float | None = None, limit: int = 1_000,
+                  room: Callable[[str], bool] | None = None) -> list[Call]:
+        """Provider calls due now, urgent first. ``room(channel)`` lets a bulkhead refuse more work."""
+        now = self.clock() if now is None else now
+        calls: list[Call] = []
+        with self._mutex:
+            for priority in PRIORITIES:
+                queue, held_back = self._queues[priority], []
+                while queue and queue[0][0] <= now and len(calls) < limit:
+                    item = heapq.heappop(queue)
+                    n = self.store.load(item[2])
+                    if n is None or n.status in ("delivered", "failed"):
+                        continue
+                    picked = self._plan(n, now)
+                    if picked is None:
+                        continue
+                    if room is not None and not all(room(c) for c in picked):
+                        held_back.append(item)  # that channel's bulkhead is full; the others go on
+                        continue
+                    for channel in picked:
+                        calls.append(self._call(n, channel, now))
+                    n.status = "sending"
+                    self.store.save(n)
+                    self.in_flight[n.notification_id] = len(picked)
+                for item in held_back:
+                    heapq.heappush(queue, item)
+        return calls
+
+    def _plan(self, n: Notification, now: float) -> list[str] | None:
+        """The channel(s) of the next round, or None when the notification is finished here."""
+        r = self.store.load_recipient(n.recipient_id)
+        used = len(n.attempts)
+        if r is None or used >= self.budget:
+            self._finish(n, now)
+            return None
+        if self.policy == "parallel":
+            chans = [c for c in CHANNELS if c in r.addresses][: self.budget - used]
+            return chans or None
+        last = n.attempts[-1] if n.attempts else None
+        if last is not None and last.outcome == "unknown":
+            return [last.channel]  # same channel, same key: the provider can deduplicate
+        if self.policy == "single":
+            return [r.channels[0]]
+        order = [*r.channels, *(c for c in CHANNELS if c in r.addresses and c not in r.channels)]
+        failed_for_good = {a.channel for a in n.attempts if a.outcome == "permanent"}
+        tried = [a.channel for a in n.attempts]
+        # the next channel in the cascade after the last one tried, skipping dead addresses
+        start = order.index(tried[-1]) + 1 if tried and tried[-1] in order else 0
+        candidates = [c for c in order[start:] + order[:start] if c not in failed_for_good]
+        if not candidates:
+            self._finish(n, now)
+            return None
+        for c in candidates:  # the first channel whose breaker lets a call through (a probe counts)
+            if self.breakers[c].allows(now):
+                return [c]
+        return [candidates[0]]  # every breaker open: a notification still gets its round
+
+    def _call(self, n: Notification, channel: str, now: float) -> Call:
+        r = self.store.load_recipient(n.recipient_id)
+        assert r is not None
+        call_no = len(n.attempts) + 1
+        n.attempts.append(Attempt(channel, "pending", now, call_no))
+        return Call(n.notification_id, channel, r.addresses[channel], FORMATTERS[channel](n.title, n.body),
+                    n.key, call_no, n.event_id, n.recipient_id, n.priority)
+
+    def complete(self, call: Call, outcome: Outcome, now: float | None = None) -> Notification:
+        """Record a provider call's outcome and decide what comes next."""
+        now = self.clock() if now is None else now
+        if outcome not in ("ok", "transient", "permanent", "unknown"):
+            raise ValueError(f"outcome must be ok, transient, permanent or unknown; got {outcome!r}")
+        with self._mutex:
+            self.breakers[call.channel].record(outcome, now)
+            n = self.store.load(call.notification_id)
+            assert n is not None
+            n.attempts = [replace(a, outcome=outcome, at=now) if a.call_no == call.call_no and a.outcome == "pending"
+                          else a for a in n.attempts]
+            if outcome == "ok" and n.status != "delivered":
+                n.status, n.delivered_at, n.channel = "delivered", now, call.channel
+            left = self.in_flight.get(n.notification_id, 1) - 1
+            self.in_flight[n.notification_id] = left
+            if left <= 0:
+                self.in_flight.pop(n.notification_id, None)
+                if n.status != "delivered":
+                    if len(n.attempts) >= self.budget or (
+                            self.policy == "parallel" and len(n.attempts) >= len(CHANNELS)):
+                        n.status = "failed"
+                    else:
+                        n.status = "queued"
+                        n.next_at = now + self.backoff
+                        self._enqueue(n, n.next_at)
+            self.store.save(n)
+            return n
+
+    def _finish(self, n: Notification, now: float) -> None:
+        if n.status not in ("delivered", "failed"):
+            n.status = "failed"
+            self.store.save(n)
+
+
+def _require_id(name: str, value: object) -> None:
+    if type(value) is not str or not 0 < len(value) <= 200:
+        raise InvalidRequest(f"{name} must be a string of 1 to 200 characters; got {value!r:.60}")
