@@ -66,8 +66,12 @@ class ProviderSim:
         return int.from_bytes(digest, "big") / 2**64 < rate
 
     def send(self, channel: str, to: str, idempotency_key: str, event_id: str, recipient_id: str,
-             message: dict[str, Any]) -> str:
-        """One provider call. Returns ok | transient | permanent | ack_lost."""
+             message: dict[str, Any], forced: str | None = None) -> str:
+        """One provider call. Returns ok | transient | permanent | ack_lost.
+
+        ``forced`` replaces the failure model's draw (a property test decides the answer);
+        deduplication by (channel, key) applies either way.
+        """
         if channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}; got {channel!r}")
         cfg = self.config
@@ -76,6 +80,8 @@ class ProviderSim:
             prior = self.deliveries.get((channel, idempotency_key))
             if prior is not None:
                 outcome = "duplicate"
+            elif forced is not None:
+                outcome = forced
             elif channel in cfg.down:
                 outcome = "transient"
             elif self.permanently_fails(channel, to):  # a dead address always answers so (the seed's order)

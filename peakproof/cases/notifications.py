@@ -38,7 +38,8 @@ class InProcessNotifications:
 
     def __init__(self, *, policy: str = "cascade", providers: ProviderConfig | None = None,
                  call_latency: float = 0.2, history: History | None = None, core: Any = None,
-                 outcome: Callable[[Any], str] | None = None, **core_options: Any) -> None:
+                 outcome: Callable[[Any], str] | None = None, capacity: dict[str, float] | None = None,
+                 **core_options: Any) -> None:
         from targets.notifications import InMemoryStore, NotificationError, NotificationsCore
 
         self.clock = VirtualClock()
@@ -48,6 +49,12 @@ class InProcessNotifications:
         self.outcome = outcome  # a test may decide provider outcomes itself (Hypothesis does)
         self.history = history if history is not None else History(self.clock)
         self._error = NotificationError
+        # Bulkheads: provider calls each channel may start per virtual second (None: unbounded).
+        self.capacity = capacity
+        from collections import deque
+
+        self._lanes = {c: {"urgent": deque(), "reminder": deque()} for c in ("push", "sms", "email")}
+        self._free = {c: 0.0 for c in ("push", "sms", "email")}
 
     def _do(self, f: str, args: dict[str, Any], fn: Callable[[], Any], process: Any,
             intended_time: float | None = None) -> Op:
@@ -86,40 +93,54 @@ class InProcessNotifications:
         return self.sim.record()["calls"]
 
     def advance(self, seconds: float) -> None:
-        """Move virtual time, pumping every round and cool-down that falls due on the way."""
+        """Move virtual time, pumping every round, cool-down and bulkhead slot that falls due."""
         target = self.clock.now + seconds
         while True:
-            due = self.core.next_due()
-            if due is None or due > target:
+            due = min(self.core.next_due() or float("inf"), self._lanes_next())
+            if due > target:
                 break
             self.clock.set(due)
             self.pump()
         self.clock.set(target)
         self.pump()
 
+    def _lanes_next(self) -> float:
+        busy = [self._free[c] for c, lanes in self._lanes.items() if lanes["urgent"] or lanes["reminder"]]
+        return min(busy, default=float("inf"))
+
     def pump(self) -> None:
+        """Hand due calls to the channels' bulkheads, then run every call whose slot has come.
+
+        Without ``capacity`` a call runs at once. With it, each channel starts at most
+        ``capacity[channel]`` calls per second, urgent ones first (a worker pool per
+        channel with a priority queue in front).
+        """
         while True:
             calls = self.core.due_calls(self.clock.now)
-            if not calls:
-                return
             for call in calls:
-                if self.outcome is not None:
-                    outcome = self.outcome(call)
-                    self.sim.calls.append(_synthetic(call, outcome, self.clock.now))
-                    if outcome in ("ok", "ack_lost"):
-                        self.sim.deliveries.setdefault((call.channel, call.idempotency_key), self.sim.calls[-1])
-                else:
-                    outcome = self.sim.send(call.channel, call.address, call.idempotency_key, call.event_id,
-                                            call.recipient_id, call.message)
-                self.core.complete(call, "unknown" if outcome == "ack_lost" else outcome,
-                                   self.clock.now + self.call_latency)
+                self._lanes[call.channel][call.priority].append(call)
+            ran = self._serve()
+            if not calls and not ran:
+                return
 
+    def _serve(self) -> bool:
+        ran = False
+        for channel, lanes in self._lanes.items():
+            while lanes["urgent"] or lanes["reminder"]:
+                if self.capacity is not None and self._free[channel] > self.clock.now:
+                    break
+                call = (lanes["urgent"] or lanes["reminder"]).popleft()
+                if self.capacity is not None:
+                    self._free[channel] = max(self._free[channel], self.clock.now) + 1.0 / self.capacity[channel]
+                self._run(call)
+                ran = True
+        return ran
 
-def _synthetic(call: Any, outcome: str, at: float) -> Any:
-    from ..providers import ProviderCall
-
-    return ProviderCall(call.channel, call.idempotency_key, call.event_id, call.recipient_id, call.address, at,
-                        outcome, call.message)
+    def _run(self, call: Any) -> None:
+        forced = self.outcome(call) if self.outcome is not None else None
+        outcome = self.sim.send(call.channel, call.address, call.idempotency_key, call.event_id,
+                                call.recipient_id, call.message, forced=forced)
+        self.core.complete(call, "unknown" if outcome == "ack_lost" else outcome, self.clock.now + self.call_latency)
 
 
 def notification_json(n: Any) -> dict[str, Any]:

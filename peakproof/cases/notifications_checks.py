@@ -23,7 +23,7 @@ STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 
 class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
-                 breaker_window: int = 20, breaker_min_failures: int = 5) -> None:
+                 breaker_window: int = 200, breaker_min_failures: int = 24) -> None:
         self.ops = history.ops if isinstance(history, History) else list(history)
         self.calls = sorted(calls, key=lambda c: c["at"])
         self.budget = budget
@@ -42,12 +42,15 @@ class NotificationsAnalysis:
         # per channel: call times and a running count of transient failures, for window queries
         self._times: dict[str, list[float]] = defaultdict(list)
         self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
-        self._permanent_cum: dict[str, list[int]] = defaultdict(lambda: [0])
+        self._permanent_seen: dict[str, list[float]] = defaultdict(list)
         for c in self.calls:
             ch = c["channel"]
+            if c["outcome"] == "permanent":
+                self._permanent_seen[ch].append(c["at"])
+                continue  # the breaker's window holds calls that say something about the channel
             self._times[ch].append(c["at"])
-            self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] == "transient"))
-            self._permanent_cum[ch].append(self._permanent_cum[ch][-1] + (c["outcome"] == "permanent"))
+            # a lost answer is a timeout to the caller: a fair reason for a breaker to count it
+            self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] in ("transient", "ack_lost")))
         self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for c in self.calls:
             if c["outcome"] in ("ok", "ack_lost"):
@@ -110,13 +113,18 @@ def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckR
 
 
 def _window_before(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int, int]:
-    """(calls, transient, permanent) among the channel's last ``breaker_window`` calls before ``at``."""
+    """(calls, transient failures) among the channel's last ``breaker_window`` non-permanent calls
+    before ``at``, and the permanent failures answered over the same stretch of time."""
     import bisect
 
-    end = bisect.bisect_left(a._times.get(channel, []), at)
+    times = a._times.get(channel, [])
+    end = bisect.bisect_left(times, at)
     start = max(0, end - a.breaker_window)
-    t, p = a._transient_cum[channel], a._permanent_cum[channel]
-    return end - start, t[end] - t[start], p[end] - p[start]
+    t = a._transient_cum[channel]
+    since = times[start] if start < len(times) else at
+    perm = a._permanent_seen.get(channel, [])
+    permanent = bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since)
+    return end - start, t[end] - t[start], permanent
 
 
 def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:

@@ -1,0 +1,134 @@
+"""Case N invariants, stated as properties.
+
+A state machine in virtual time where Hypothesis decides what every provider call
+answers (ok, transient, permanent, ack lost), when requests are replayed, how far the
+clock moves and which channel goes down. After every step the notification checks judge
+the history against the providers' record. In-process (the reference core and the
+provider simulator in one virtual clock) by default.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from peakproof.cases.notifications import InProcessNotifications, NotificationsAnalysis, check_notifications
+from peakproof.checks import assert_checks
+from peakproof.history import OK
+
+CHANNELS = ["push", "sms", "email"]
+TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
+    "Siparişiniz yolda: kargo bugün teslim edilecek, İstanbul şubesi.", "<script>alert(1)</script> & more",
+    "Çağrı merkezi: ığüşöç ĞÜŞİÖÇ " * 20, "plain ascii", "Subject\r\nBcc: evil@example.com"])
+
+
+class NotificationsMachine(RuleBasedStateMachine):
+    """A few recipients, events sent and replayed; Hypothesis answers for the providers."""
+
+    policy = "cascade"
+    events = Bundle("events")
+
+    @initialize(data=st.data())
+    def start(self, data: st.DataObject) -> None:
+        self.outcomes: list[str] = []
+        self.down: set[str] = set()
+        self.data = data
+
+        def provider(call: object) -> str:
+            ch = getattr(call, "channel")
+            if ch in self.down:
+                return "transient"
+            return self.data.draw(st.sampled_from(["ok", "ok", "transient", "permanent", "ack_lost"]),
+                                   label=f"{ch} answers")
+
+        self.d = InProcessNotifications(policy=self.policy, outcome=provider, backoff=30.0)
+        self.recipients = []
+        for i in range(3):
+            prefs = data.draw(st.permutations(CHANNELS), label=f"preferences of r{i}")
+            rid = f"r{i}-{uuid.uuid4().hex[:6]}"
+            op = self.d.put_recipient(rid, list(prefs), {"push_token": f"tok{i}", "phone": f"+90555000{i}",
+                                                         "email": f"r{i}@example.com"})
+            assert op.type == OK, op
+            self.recipients.append(rid)
+        self.ids: dict[tuple[str, str], str] = {}
+
+    @rule(target=events, who=st.integers(0, 2), urgent=st.booleans(), title=TEXTS, body=TEXTS)
+    def send_a_notification(self, who: int, urgent: bool, title: str, body: str) -> tuple[str, str]:
+        event = f"ev-{uuid.uuid4().hex[:8]}"
+        rid = self.recipients[who]
+        op = self.d.notify(event, rid, "urgent" if urgent else "reminder", title, body)
+        assert op.type == OK, f"a valid request must be accepted. Actual: {op!r}"
+        self.ids[(event, rid)] = op.value["notification_id"]
+        self.texts = (title, body)
+        return event, rid
+
+    @rule(key=events)
+    def replay_it(self, key: tuple[str, str]) -> None:
+        op = self.d.notify(key[0], key[1], "urgent", "again", "again")
+        assert op.type == OK and op.value["notification_id"] == self.ids[key], (
+            f"a replay of (event, recipient) must return the same notification. Actual: {op!r}")
+
+    @rule(key=events)
+    def look_it_up(self, key: tuple[str, str]) -> None:
+        op = self.d.get_notification(self.ids[key])
+        assert op.type == OK, op
+
+    @rule(seconds=st.sampled_from([0.5, 5.0, 31.0, 61.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.d.advance(seconds)
+
+    @rule(channel=st.sampled_from(CHANNELS))
+    def a_channel_goes_down(self, channel: str) -> None:
+        self.down.add(channel)
+
+    @rule()
+    def channels_recover(self) -> None:
+        self.down.clear()
+
+    @invariant()
+    def every_check_holds(self) -> None:
+        if not hasattr(self, "d"):
+            return
+        for nid in self.ids.values():
+            self.d.get_notification(nid, process="reader")
+        results = [r for r in check_notifications(self.d.history, self.d.provider_calls())
+                   if r.name != "delivery_ratio_at_least"]  # a ratio is for a load, not for adversarial answers
+        assert_checks(results)
+
+    def teardown(self) -> None:
+        if hasattr(self, "d"):
+            note("provider calls:\n" + "\n".join(f"  {c['at']:.1f} {c['channel']} {c['event_id']} {c['outcome']}"
+                                                 for c in self.d.provider_calls()[-30:]))
+
+
+@pytest.fixture(scope="session")
+def in_process_only(request: pytest.FixtureRequest) -> None:
+    if request.config.getoption("--target-url"):
+        pytest.skip("the notification state machine decides provider answers itself: in-process only for now")
+
+
+def test_notifications_keep_every_invariant_whatever_the_providers_answer(in_process_only: None) -> None:
+    run_state_machine_as_test(NotificationsMachine)
+
+
+def test_each_notification_stays_within_its_budget_and_status_only_moves_forward(in_process_only: None) -> None:
+    # the same machine, judged at its end: every notification has finished within 3 rounds
+    class Finishing(NotificationsMachine):
+        def teardown(self) -> None:
+            if hasattr(self, "d"):
+                self.d.outcome = None  # no drawing in teardown: the simulator's own failure model answers
+                self.d.advance(200)
+                for nid in self.ids.values():
+                    op = self.d.get_notification(nid)
+                    last = op.value["attempts"][-1]["outcome"] if op.value["attempts"] else None
+                    assert op.value["status"] in ("delivered", "failed") or last == "unknown", op
+                    assert len(op.value["attempts"]) <= 3, op
+                a = NotificationsAnalysis(self.d.history, self.d.provider_calls())
+                assert_checks(r for r in check_notifications(a.ops, a.calls) if r.name != "delivery_ratio_at_least")
+            super().teardown()
+
+    run_state_machine_as_test(Finishing)

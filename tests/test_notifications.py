@@ -1,0 +1,107 @@
+"""Case N in virtual time: the seed's failure scenarios against the reference core and the simulator."""
+
+from __future__ import annotations
+
+import pytest
+
+from peakproof.cases.notifications import InProcessNotifications, NotificationsAnalysis, check_notifications, \
+    peak_minute, urgent_mean_latency
+from peakproof.providers import ProviderConfig
+from targets.notifications import BreakerConfig
+from targets.notifications import formatting as fm
+
+PEAK = 1736.11  # notifications/s at peak, derived in the seed
+
+
+def run_peak(n: int, *, policy: str = "cascade", providers: ProviderConfig | None = None, urgent_share: float = 0.3,
+             capacity: dict[str, float] | None = None, breaker: BreakerConfig | None = None,
+             rate: float = PEAK) -> tuple[InProcessNotifications, dict]:
+    d = InProcessNotifications(policy=policy, providers=providers, capacity=capacity, breaker=breaker)
+    people = peak_minute(n, urgent_share=urgent_share)
+    for rid, channels, addresses, _ in people:
+        d.put_recipient(rid, channels, addresses)
+    for i, (rid, _, _, priority) in enumerate(people):
+        d.clock.set(i / rate)
+        d.notify(f"e{i}", rid, priority, "Siparişiniz yolda", "Kargonuz bugün teslim edilecek. Teşekkürler!")
+    d.advance(200)  # every round (30 s apart) done
+    calls = d.provider_calls()
+    results = {r.name: r for r in check_notifications(d.history, calls)}
+    results["urgent"] = urgent_mean_latency(NotificationsAnalysis(d.history, calls))
+    print(f"\n{policy} {providers.down if providers else ''}: " + "; ".join(
+        f"{k} {r.counts.get('actual', r.counts.get('actual_ms', r.counts.get('violations')))}"
+        for k, r in results.items()) + f"; calls/notification {len(calls) / n:.3f}")
+    return d, results
+
+
+@pytest.mark.slow
+def test_cascade_delivers_at_least_99_percent_once_each_at_the_seed_s_call_rate() -> None:
+    d, r = run_peak(10_000)
+    assert r["delivery_ratio_at_least"].valid is True
+    assert all(x.valid is True for x in r.values()), [x.summary() for x in r.values() if x.valid is not True]
+    per_notification = len(d.provider_calls()) / 10_000
+    assert 1.0 < per_notification < 1.12  # the seed's cascade: 1.079
+
+
+@pytest.mark.slow
+def test_with_push_down_the_cascade_holds_and_the_breaker_saves_the_wasted_calls() -> None:
+    down = ProviderConfig(down=("push",))
+    d_on, r_on = run_peak(10_000, providers=down)
+    never = BreakerConfig(min_failures=10**9)  # a breaker that never opens
+    d_off, r_off = run_peak(10_000, providers=down, breaker=never)
+    calls_on, calls_off = len(d_on.provider_calls()), len(d_off.provider_calls())
+    print(f"push down: calls with the breaker {calls_on:,}, without {calls_off:,} "
+          f"(saved {calls_off - calls_on:,}; the seed at 104,167: 112,357 vs 166,806)")
+    assert r_on["delivery_ratio_at_least"].valid is True and r_off["delivery_ratio_at_least"].valid is True
+    assert calls_off - calls_on > 0.4 * 10_000 * 0.55  # most push-first notifications skip the dead channel
+    assert r_on["one_delivery_per_event"].valid is True
+
+
+@pytest.mark.slow
+def test_lost_acknowledgements_never_cause_a_second_delivery() -> None:
+    d, r = run_peak(10_000, providers=ProviderConfig(ack_lost=0.05))
+    lost = sum(c["outcome"] == "ack_lost" for c in d.provider_calls())
+    assert lost > 300
+    assert r["one_delivery_per_event"].valid is True, r["one_delivery_per_event"].summary()
+    assert r["one_delivery_per_event"].counts["duplicate_deliveries"] == 0
+    assert all(x.valid is True for x in r.values()), [x.summary() for x in r.values() if x.valid is not True]
+
+
+@pytest.mark.slow
+def test_a_reminder_flood_does_not_delay_urgent_notifications() -> None:
+    # bulkheads sized by the seed's peak call rates; reminders arrive at 3x the peak
+    capacity = {"push": 954.86, "sms": 434.03, "email": 347.22}
+    d, r = run_peak(12_000, urgent_share=0.02, capacity=capacity, rate=3 * PEAK)
+    reminders = [op for op in d.history.ops if op.f == "notify" and op.args["priority"] == "reminder"]
+    assert r["urgent"].valid is True, r["urgent"].summary()
+    assert r["urgent"].counts["actual_ms"] <= 5_000
+    a = NotificationsAnalysis(d.history, d.provider_calls())
+    rem = [min(x["at"] for x in a.delivered[(o.args["event_id"], o.args["recipient_id"])]) - o.invoke_time
+           for o in reminders if a.delivered.get((o.args["event_id"], o.args["recipient_id"]))]
+    print(f"reminder mean {sum(rem) / len(rem):.2f} s vs urgent {r['urgent'].counts['actual_ms'] / 1000:.2f} s")
+    assert sum(rem) / len(rem) > r["urgent"].counts["actual_ms"] / 1000  # the flood waits, urgent does not
+
+
+def test_turkish_sms_goes_as_ucs2_and_never_beyond_three_segments() -> None:
+    m = fm.format_sms("Sipariş", "ğüşıöç " * 200)
+    assert m["encoding"] == "UCS-2" and m["segments"] <= 3 and str(m["text"]).endswith("…")
+    assert fm.sms_segments(str(m["text"])) == ("UCS-2", m["segments"])
+    ascii_msg = fm.format_sms("Hi", "plain text")
+    assert ascii_msg["encoding"] == "GSM-7" and ascii_msg["segments"] == 1
+
+
+def test_gsm7_extension_characters_take_two_septets() -> None:
+    assert fm.sms_units("€" * 80, "GSM-7") == 160 and fm.sms_segments("€" * 80) == ("GSM-7", 1)
+    assert fm.sms_segments("€" * 81)[1] == 2
+
+
+def test_email_subjects_stay_on_one_line_and_bodies_are_escaped() -> None:
+    m = fm.format_email("Hello\r\nBcc: evil@example.com", "<script>alert(1)</script>")
+    assert "\n" not in m["subject"] and "\r" not in m["subject"]
+    assert "<script>" not in m["html"] and "&lt;script&gt;" in m["html"]
+
+
+def test_push_payloads_fit_4096_bytes_whatever_the_text() -> None:
+    m = fm.format_push("T" * 500, "ğ" * 5000)
+    import json
+
+    assert len(json.dumps(m, ensure_ascii=False).encode()) <= 4096 and len(m["title"]) <= 100
