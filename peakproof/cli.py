@@ -29,22 +29,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="peakproof", description="Prove system designs keep their promises at peak load.")
     sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,models}")
 
-    s = sub.add_parser("serve", help="serve a reference target over HTTP (127.0.0.1 by default)")
-    s.add_argument("case", choices=["tickets"], help="which reference target")
+    s = sub.add_parser("serve", help="serve a reference target or the provider simulator (127.0.0.1 by default)")
+    s.add_argument("case", choices=["tickets", "notifications", "providers"], help="what to serve")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=_positive(int), default=8000)
-    s.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
-                   help="locking discipline on the quota row (default: the seed's chosen pessimistic lease lock)")
+    s.add_argument("--policy", default=None,
+                   help="tickets: pessimistic (default) | optimistic | none; "
+                        "notifications: cascade (default) | single | parallel")
     s.add_argument("--hold-seconds", type=_positive(float), default=120.0,
-                   help="reservation window when PUT /quotas gives none (BS4: 120)")
-    s.add_argument("--lease-seconds", type=_positive(float), default=2.0, help="lock lease length")
+                   help="tickets: reservation window when PUT /quotas gives none (BS4: 120)")
+    s.add_argument("--lease-seconds", type=_positive(float), default=2.0, help="tickets: lock lease length")
     s.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"),
-                   help="require 'Authorization: Bearer TOKEN' on PUT /quotas (env PEAKPROOF_ADMIN_TOKEN)")
-    s.add_argument("--db", default=os.environ.get("PEAKPROOF_DB", ".peakproof/tickets.sqlite3"),
-                   help="SQLite file; sales survive a restart on the same file (env PEAKPROOF_DB)")
+                   help="tickets: require 'Authorization: Bearer TOKEN' on PUT /quotas (env PEAKPROOF_ADMIN_TOKEN)")
+    s.add_argument("--db", default=os.environ.get("PEAKPROOF_DB"),
+                   help="SQLite file (default .peakproof/CASE.sqlite3); data survives a restart on the same file")
     s.add_argument("--durability", choices=["normal", "full"], default="normal",
-                   help="normal survives a process crash; full also survives power loss (an fsync a commit)")
-    s.add_argument("--threads", type=_positive(int), default=32, help="worker threads for quota-row work")
+                   help="tickets: normal survives a process crash; full also survives power loss (an fsync a commit)")
+    s.add_argument("--threads", type=_positive(int), default=32, help="worker threads (tickets: row work; "
+                                                                       "notifications: bulkheads in all)")
+    s.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
+                   help="notifications: base URL of the providers (e.g. peakproof serve providers)")
+    s.add_argument("--backoff", type=_positive(float), default=30.0, help="notifications: s between rounds (BI9)")
+    s.add_argument("--call-timeout", type=_positive(float), default=2.0, help="notifications: provider call timeout")
+    s.add_argument("--breaker-cool-down", type=_positive(float), default=10.0, help="notifications: s a breaker "
+                                                                                    "stays open before a probe")
+    s.add_argument("--multiplier", type=float, default=1.0, help="providers: failure-rate multiplier")
+    s.add_argument("--down", nargs="*", default=[], choices=["push", "sms", "email"], help="providers: channels down")
+    s.add_argument("--ack-lost", type=float, default=0.0, help="providers: share of calls delivered, answer lost")
+    s.add_argument("--latency", type=float, default=0.0, help="providers: s each call takes")
+    s.add_argument("--seed", type=int, default=20260730, help="providers: failure draws")
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
                                    "and an HTML report")
@@ -113,18 +126,55 @@ def _run_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        return _serve_case(args)
+    except ValueError as e:  # a policy or option the target refused
+        raise UsageError(f"peakproof serve {args.case}", "options the target accepts", vars(args).get("policy"),
+                         str(e)) from None
+
+
+def _serve_case(args: argparse.Namespace) -> int:
+    db = Path(args.db or f".peakproof/{args.case}.sqlite3")
+    where = f"http://{args.host}:{args.port}"
+    if args.case == "tickets":
+        from targets.tickets.server import serve
+
+        policy = args.policy or "pessimistic"
+        print(f"peakproof: serving tickets (policy {policy}) on {where}/tickets (db {db})", file=sys.stderr, flush=True)
+        serve(args.host, args.port, db, policy=policy, admin_token=args.admin_token, hold_seconds=args.hold_seconds,
+              lease_seconds=args.lease_seconds, threads=args.threads, durability=args.durability)
+    elif args.case == "notifications":
+        from targets.notifications.server import serve as serve_notifications
+
+        if not args.provider_url:
+            raise UsageError("--provider-url", "the providers' base URL", None,
+                             "Start them with 'peakproof serve providers --port 8001' and pass "
+                             "--provider-url http://127.0.0.1:8001.")
+        policy = args.policy or "cascade"
+        print(f"peakproof: serving notifications (policy {policy}) on {where}/notifications, providers at "
+              f"{args.provider_url} (db {db})", file=sys.stderr, flush=True)
+        serve_notifications(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff,
+                            workers=args.threads, call_timeout=args.call_timeout,
+                            breaker_cool_down=args.breaker_cool_down)
+    else:
+        import uvicorn
+
+        from .providers import ProviderConfig, ProviderSim, provider_app
+
+        sim = ProviderSim(ProviderConfig(multiplier=args.multiplier, down=tuple(args.down), ack_lost=args.ack_lost,
+                                         latency=args.latency, seed=args.seed))
+        print(f"peakproof: serving providers (push, sms, email) on {where}", file=sys.stderr, flush=True)
+        uvicorn.run(provider_app(sim), host=args.host, port=args.port, loop="uvloop", http="httptools",
+                    access_log=False, log_level="warning", backlog=4096)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from targets.tickets.server import serve
-
-            print(f"peakproof: serving {args.case} (policy {args.policy}) on http://{args.host}:{args.port}/tickets "
-                  f"(db {args.db})", file=sys.stderr, flush=True)
-            serve(args.host, args.port, Path(args.db), policy=args.policy, admin_token=args.admin_token,
-                  hold_seconds=args.hold_seconds, lease_seconds=args.lease_seconds, threads=args.threads,
-                  durability=args.durability)
-            return 0
+            return _serve(args)
         if args.command == "models":
             return _run_models(args)
         from .runner import run

@@ -16,7 +16,7 @@ import requests
 
 from .errors import TargetError
 
-CASES = {"tickets": "/tickets"}
+CASES = {"tickets": "/tickets", "notifications": "/notifications", "providers": ""}
 
 
 def free_port() -> int:

@@ -17,7 +17,7 @@ from ..providers import ProviderConfig, ProviderSim
 from .notifications_checks import (NOTIFICATION_CHECKS, NotificationsAnalysis, check_notifications,
                                    delivery_ratio_at_least, urgent_mean_latency)
 
-__all__ = ["NotificationsDriver", "InProcessNotifications", "NOTIFICATION_CHECKS", "NotificationsAnalysis",
+__all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "NOTIFICATION_CHECKS", "NotificationsAnalysis",
            "check_notifications", "delivery_ratio_at_least", "urgent_mean_latency", "peak_minute"]
 
 
@@ -141,6 +141,74 @@ class InProcessNotifications:
         outcome = self.sim.send(call.channel, call.address, call.idempotency_key, call.event_id,
                                 call.recipient_id, call.message, forced=forced)
         self.core.complete(call, "unknown" if outcome == "ack_lost" else outcome, self.clock.now + self.call_latency)
+
+
+class HttpNotifications:
+    """Drives any server that implements the notifications contract; reads the providers' record.
+
+    ``provider_url`` serves ``GET /calls`` (the simulator does); against real providers,
+    pass ``calls`` yourself to the checks.
+    """
+
+    def __init__(self, base_url: str, provider_url: str | None = None, *, session: Any = None,
+                 timeout: float = 5.0, history: History | None = None, transport: Any = None) -> None:
+        import time as _time
+
+        from ..http import RequestsTransport
+
+        self.base = base_url.rstrip("/")
+        self.provider_url = provider_url.rstrip("/") if provider_url else None
+        self.transport = transport or RequestsTransport(session, timeout)
+        self.history = history if history is not None else History(_time.time)
+
+    def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
+                      process: Any = 0) -> Op:
+        from ..http import call
+
+        args = {"recipient_id": recipient_id, "channels": list(channels), "addresses": dict(addresses)}
+        return call(self.history, self.transport, "put_recipient", args, "PUT", f"{self.base}/recipients/{recipient_id}",
+                    {"channels": list(channels), **addresses}, process, _object, name="PUT recipient")
+
+    def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
+               process: Any = 0, intended_time: float | None = None) -> Op:
+        from ..http import call
+
+        args = {"event_id": event_id, "recipient_id": recipient_id, "priority": priority, "title": title, "body": body}
+        return call(self.history, self.transport, "notify", args, "POST", f"{self.base}/notifications", args, process,
+                    _notification, intended_time=intended_time, name="POST notification")
+
+    def get_notification(self, notification_id: str, *, process: Any = 0) -> Op:
+        from ..http import call
+
+        return call(self.history, self.transport, "get_notification", {"notification_id": notification_id}, "GET",
+                    f"{self.base}/notifications/{notification_id}", None, process, _notification,
+                    name="GET notification")
+
+    def provider_calls(self) -> list[dict[str, Any]]:
+        import requests
+
+        if not self.provider_url:
+            return []
+        return requests.get(f"{self.provider_url}/calls", timeout=30).json()["calls"]
+
+    def advance(self, seconds: float) -> None:
+        import time as _time
+
+        _time.sleep(seconds)
+
+
+def _object(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _notification(doc: Any) -> dict[str, Any]:
+    d = _object(doc)
+    if not isinstance(d.get("notification_id"), str) or d.get("status") not in ("queued", "sending", "delivered",
+                                                                                 "failed"):
+        raise ValueError(f"a notification needs notification_id and a status of the contract; got {d!r:.200}")
+    return d
 
 
 def notification_json(n: Any) -> dict[str, Any]:

@@ -1,0 +1,213 @@
+"""The notifications core served over HTTP, with its real-time adapters.
+
+* The ASGI app accepts requests (durably: SQLite) and answers reads.
+* The dispatcher thread asks the core for due provider calls, urgent first, and hands
+  each to its channel's bulkhead: a separate worker pool per channel, sized by the seed's
+  peak call rates (954.86 / 434.03 / 347.22 per s), so a slow channel cannot stall the
+  others. A full bulkhead leaves the notification queued (its priority kept).
+* A worker calls ``POST {provider}/{channel}`` with an ``Idempotency-Key`` header and maps
+  the answer: 2xx ok; 429 / 5xx / a refused connection transient (certainly not
+  delivered); a timeout or a reset unknown (maybe delivered: the core retries the same
+  channel with the same key); any other 4xx permanent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .core import CHANNELS, Call, NotificationError, NotificationsCore
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+SHARES = {"push": 0.55, "sms": 0.25, "email": 0.20}  # BI4: bulkheads sized by peak call share
+
+
+def notification_json(n: Any) -> dict[str, Any]:
+    return {"notification_id": n.notification_id, "event_id": n.event_id, "recipient_id": n.recipient_id,
+            "priority": n.priority, "status": n.status, "channel": n.channel, "accepted_at": n.accepted_at,
+            "delivered_at": n.delivered_at,
+            "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": a.at} for a in n.attempts]}
+
+
+class Dispatcher:
+    """Moves due calls from the core to the channels' bulkheads and their outcomes back."""
+
+    def __init__(self, core: NotificationsCore, provider_url: str, *, workers: int = 32,
+                 call_timeout: float = 2.0) -> None:
+        import requests
+
+        self.core = core
+        self.provider_url = provider_url.rstrip("/")
+        self.call_timeout = call_timeout
+        self._requests = requests
+        sizes = {c: max(2, round(workers * SHARES[c])) for c in CHANNELS}
+        self.pools = {c: ThreadPoolExecutor(sizes[c], thread_name_prefix=f"bulkhead-{c}") for c in CHANNELS}
+        self.capacity = sizes
+        self.in_flight = {c: 0 for c in CHANNELS}
+        self.outcomes: dict[str, dict[str, int]] = {c: {} for c in CHANNELS}
+        self._count = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._local = threading.local()
+        self._thread = threading.Thread(target=self._loop, name="dispatcher", daemon=True)
+
+    def start(self) -> "Dispatcher":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+        for pool in self.pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _room(self, channel: str) -> bool:
+        with self._count:
+            if self.in_flight[channel] >= self.capacity[channel] * 4:  # a short queue per worker, no more
+                return False
+            self.in_flight[channel] += 1
+            return True
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                calls = self.core.due_calls(time.time(), limit=256, room=self._room)
+            except Exception:  # the loop must survive a bad row; the next turn retries
+                calls = []
+            for call in calls:
+                self.pools[call.channel].submit(self._call, call)
+            if not calls:
+                nxt = self.core.next_due()
+                wait = 0.05 if nxt is None else min(0.05, max(0.0, nxt - time.time()))
+                self._wake.wait(wait)
+                self._wake.clear()
+
+    def _session(self) -> Any:
+        s = getattr(self._local, "session", None)
+        if s is None:
+            s = self._local.session = self._requests.Session()
+        return s
+
+    def _call(self, call: Call) -> None:
+        outcome = "unknown"
+        try:
+            resp = self._session().post(
+                f"{self.provider_url}/{call.channel}", timeout=self.call_timeout,
+                headers={"Idempotency-Key": call.idempotency_key},
+                json={"to": call.address, "idempotency_key": call.idempotency_key, "event_id": call.event_id,
+                      "recipient_id": call.recipient_id, "message": call.message})
+            code = resp.status_code
+            outcome = ("ok" if 200 <= code < 300 else "transient" if code == 429 or code >= 500 else "permanent")
+        except self._requests.exceptions.ConnectTimeout:
+            outcome = "transient"  # never connected: certainly not delivered
+        except self._requests.exceptions.ConnectionError as e:
+            outcome = "transient" if "refused" in str(e).lower() else "unknown"
+        except self._requests.exceptions.Timeout:
+            outcome = "unknown"  # sent, no answer: maybe delivered
+        except Exception:  # noqa: BLE001 - whatever happened, the answer is unknown
+            outcome = "unknown"
+        finally:
+            with self._count:
+                self.in_flight[call.channel] -= 1
+                self.outcomes[call.channel][outcome] = self.outcomes[call.channel].get(outcome, 0) + 1
+            try:
+                self.core.complete(call, outcome, time.time())  # type: ignore[arg-type]
+            finally:
+                self._wake.set()
+
+
+_ROUTES = [("PUT", re.compile(r"/recipients/([^/]+)"), "put_recipient"),
+           ("POST", re.compile(r"/notifications"), "notify"),
+           ("GET", re.compile(r"/notifications/([^/]+)"), "get"),
+           ("GET", re.compile(r"/openapi\.json"), "openapi"),
+           ("GET", re.compile(r"/health"), "health"),
+           ("GET", re.compile(r"/_breakers"), "breakers")]
+
+
+class NotificationsApp:
+    def __init__(self, core: NotificationsCore, dispatcher: Dispatcher, *, prefix: str = "/notifications",
+                 threads: int = 16) -> None:
+        self.core, self.dispatcher = core, dispatcher
+        self.prefix = prefix.rstrip("/")
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="notifications")
+        self._openapi_bytes = OPENAPI_PATH.read_bytes()
+
+    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send, on_shutdown=self.dispatcher.stop)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            status, payload = await self._dispatch(scope, receive)
+        except HttpError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except NotificationError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except Exception as e:  # a bug must still answer in the contract's shape
+            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
+        await send_json(send, status, payload)
+
+    async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any]:
+        path, method = scope["path"], scope["method"]
+        if path == "/openapi.json":
+            return 200, self._openapi_bytes
+        if not path.startswith(self.prefix + "/"):
+            raise HttpError(404, "not_found", f"no route {path}; the notifications API is under {self.prefix}/")
+        path = path[len(self.prefix):]
+        allowed = []
+        for verb, pattern, name in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m is None:
+                continue
+            if verb != method:
+                allowed.append(verb)
+                continue
+            body = await read_body(receive) if method in ("PUT", "POST") else b""
+            return await getattr(self, "_" + name)(body, *m.groups())
+        if allowed:
+            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+        raise HttpError(404, "not_found", f"no route {method} {path}")
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    async def _put_recipient(self, body: bytes, recipient_id: str) -> tuple[int, Any]:
+        doc = json_object(body, ("channels",))
+        r = await self._run(self.core.put_recipient, recipient_id, doc["channels"],
+                            {k: doc[k] for k in ("push_token", "phone", "email") if k in doc})
+        return 200, {"recipient_id": r.recipient_id, "channels": list(r.channels)}
+
+    async def _notify(self, body: bytes) -> tuple[int, Any]:
+        doc = json_object(body, ("event_id", "recipient_id", "priority"))
+        n, created = await self._run(self.core.accept, doc["event_id"], doc["recipient_id"], doc["priority"],
+                                     doc.get("title", ""), doc.get("body", ""))
+        if created:
+            self.dispatcher.wake()
+        return (202 if created else 200), notification_json(n)
+
+    async def _get(self, body: bytes, notification_id: str) -> tuple[int, Any]:
+        return 200, notification_json(await self._run(self.core.get, notification_id))
+
+    async def _openapi(self, body: bytes) -> tuple[int, Any]:
+        return 200, self._openapi_bytes
+
+    async def _health(self, body: bytes) -> tuple[int, Any]:
+        return 200, {"status": "ok", "policy": self.core.policy}
+
+    async def _breakers(self, body: bytes) -> tuple[int, Any]:
+        # Not part of the contract: the reference target's breakers and bulkheads, for reports.
+        return 200, {c: {"state": b.state, "opened": b.opened, "transitions": b.transitions[-200:],
+                         "in_flight": self.dispatcher.in_flight[c], "outcomes": self.dispatcher.outcomes[c]}
+                     for c, b in self.core.breakers.items()} | {"backlog": self.core.backlog()}

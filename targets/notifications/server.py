@@ -1,0 +1,26 @@
+"""Run the notifications reference target for real: SQLite, wall clock, dispatcher, bulkheads, uvicorn."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .app import Dispatcher, NotificationsApp
+from .core import BreakerConfig, NotificationsCore
+from .store import SqliteStore
+
+
+def build_app(db: str | Path, provider_url: str, *, policy: str = "cascade", backoff: float = 30.0,
+              workers: int = 32, call_timeout: float = 2.0, breaker_cool_down: float = 10.0) -> NotificationsApp:
+    core = NotificationsCore(SqliteStore(db), time.time, policy=policy, backoff=backoff,
+                             breaker=BreakerConfig(cool_down=breaker_cool_down))
+    dispatcher = Dispatcher(core, provider_url, workers=workers, call_timeout=call_timeout).start()
+    return NotificationsApp(core, dispatcher)
+
+
+def serve(host: str, port: int, db: str | Path, provider_url: str, **options: object) -> None:
+    import uvicorn
+
+    app = build_app(db, provider_url, **options)  # type: ignore[arg-type]
+    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
+                access_log=False, log_level="warning", backlog=4096)
