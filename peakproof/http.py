@@ -39,7 +39,12 @@ class RequestsTransport:
         import requests
 
         self._exc = requests.exceptions
-        self.session = session or requests.Session()
+        if session is None:
+            session = requests.Session()
+            adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=64)  # many greenlets/threads
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self.session = session
         self.timeout = timeout
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> tuple[int, bytes]:

@@ -95,7 +95,8 @@ class NotificationsMachine(RuleBasedStateMachine):
             return
         for nid in self.ids.values():
             self.d.get_notification(nid, process="reader")
-        results = [r for r in check_notifications(self.d.history, self.d.provider_calls())
+        results = [r for r in check_notifications(self.d.history, self.d.provider_calls(),
+                                                  answer_timeout=self.d.call_latency)
                    if r.name != "delivery_ratio_at_least"]  # a ratio is for a load, not for adversarial answers
         assert_checks(results)
 
@@ -128,7 +129,8 @@ def test_each_notification_stays_within_its_budget_and_status_only_moves_forward
                     assert op.value["status"] in ("delivered", "failed") or last == "unknown", op
                     assert len(op.value["attempts"]) <= 3, op
                 a = NotificationsAnalysis(self.d.history, self.d.provider_calls())
-                assert_checks(r for r in check_notifications(a.ops, a.calls) if r.name != "delivery_ratio_at_least")
+                assert_checks(r for r in check_notifications(a.ops, a.calls, answer_timeout=self.d.call_latency)
+                              if r.name != "delivery_ratio_at_least")
             super().teardown()
 
     run_state_machine_as_test(Finishing)

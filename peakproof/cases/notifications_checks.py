@@ -23,11 +23,21 @@ STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 
 class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
-                 breaker_window: int = 200, breaker_min_failures: int = 24) -> None:
+                 breaker_window: int = 200, breaker_min_failures: int = 24,
+                 channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0) -> None:
+        """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
+        saw (earlier runs too), for the channel-health windows: a breaker remembers them.
+        ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
+        reference target's: 24 transient failures among a channel's last 200 calls).
+        ``answer_timeout``: when the target gives up on a lost answer (the reference: 2 s);
+        the breaker hears of that failure then, not when the provider took the call."""
         self.ops = history.ops if isinstance(history, History) else list(history)
         self.calls = sorted(calls, key=lambda c: c["at"])
         self.budget = budget
         self.breaker_window, self.breaker_min_failures = breaker_window, breaker_min_failures
+        # The window is rebuilt from provider-side times, the breaker counts completions (a
+        # timeout completes seconds after its call arrived): judge with a 25% margin.
+        self.suspicious_below = 0.75 * breaker_min_failures
         self.recipients: dict[str, dict[str, Any]] = {}
         for op in self.ops:
             if op.f == "put_recipient" and op.type == OK:
@@ -43,12 +53,15 @@ class NotificationsAnalysis:
         self._times: dict[str, list[float]] = defaultdict(list)
         self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
         self._permanent_seen: dict[str, list[float]] = defaultdict(list)
-        for c in self.calls:
+        def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
+            return c["at"] + (answer_timeout if c["outcome"] == "ack_lost" else 0.0)
+
+        for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
             if c["outcome"] == "permanent":
-                self._permanent_seen[ch].append(c["at"])
+                self._permanent_seen[ch].append(heard(c))
                 continue  # the breaker's window holds calls that say something about the channel
-            self._times[ch].append(c["at"])
+            self._times[ch].append(heard(c))
             # a lost answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] in ("transient", "ack_lost")))
         self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -152,7 +165,7 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
         if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
                 c for c in pv.CHANNELS if c in _addressed(r)]:
             v.add(f"event {key[0]!r}: called {first['channel']}, a channel {key[1]!r} has no address for", first)
-        elif first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.breaker_min_failures:
+        elif first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.suspicious_below:
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
                   f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
@@ -173,7 +186,7 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
             continue
         skips += 1
         n_recent, transient, permanent = _window_before(a, preferred, first["at"])
-        if transient < a.breaker_min_failures and permanent:
+        if transient < a.suspicious_below and transient + permanent >= a.suspicious_below:
             v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
                   f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
                   first)
@@ -278,7 +291,11 @@ NOTIFICATION_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_
 
 
 def check_notifications(history: History | Iterable[Op], calls: list[dict[str, Any]], *, budget: int = 3,
-                        threshold: float = 0.99) -> list[CheckResult]:
-    a = NotificationsAnalysis(history, calls, budget=budget)
+                        threshold: float = 0.99, channel_calls: list[dict[str, Any]] | None = None,
+                        breaker_window: int = 200, breaker_min_failures: int = 24,
+                        answer_timeout: float = 2.0) -> list[CheckResult]:
+    a = NotificationsAnalysis(history, calls, budget=budget, channel_calls=channel_calls,
+                              breaker_window=breaker_window, breaker_min_failures=breaker_min_failures,
+                              answer_timeout=answer_timeout)
     out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATION_CHECKS]
     return out

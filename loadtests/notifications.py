@@ -1,0 +1,199 @@
+"""Case N's peak as open-model Locust scenarios: ``--scenario notifications-peak`` and its faults.
+
+The peak minute: 1,736.11 notifications/s (BI1-BI3) for ``--duration`` s (60 by default,
+104,167 notifications), recipients with the seed's channel preferences (BI4), texts from
+faker (Turkish among them) and 30% urgent (transaction news; reminders are the rest).
+After the arrivals the run waits for the cascade to finish (3 rounds of
+``--backoff`` s; the reference target's backoff is 30 s / ``--time-scale``), reads every
+notification's final status and judges against the providers' record
+(``--provider-url``, the simulator's ``GET /calls``).
+
+Faults: ``notifications-push-down`` (push answers nothing but failures),
+``notifications-ack-lost`` (5% of calls deliver but their answer is lost),
+``notifications-reminder-flood`` (reminders at 3x the peak beside a 2% trickle of urgent).
+
+    locust -f loadtests/ --headless --host http://127.0.0.1:8000/notifications \\
+        --provider-url http://127.0.0.1:8001 --scenario notifications-peak --scale 0.1 --duration 20
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Any
+
+import gevent
+import gevent.pool
+import requests
+
+from peakproof.arrivals import arrival_times, constant
+from peakproof.cases.notifications import (HttpNotifications, NotificationsAnalysis, check_notifications, peak_minute,
+                                           urgent_mean_latency)
+from peakproof.history import OK, History
+from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario, ScenarioShape, scenario
+from peakproof.report import Chart
+
+__all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak"]
+
+PEAK = 1736.11  # notifications/s, derived in the seed
+TITLES = ["Siparişiniz yolda", "Ödemeniz alındı", "Your order shipped", "Güvenlik kodu", "Randevu hatırlatması"]
+
+
+@scenario
+class NotificationsPeak(Scenario):
+    name = "notifications-peak"
+    description = "Case N: the peak minute, 1,736.11 notifications/s over push / SMS / e-mail"
+    urgent_share = 0.3
+    rate_factor = 1.0
+    provider_faults: dict[str, Any] = {}
+    default_slos: list[str] = []  # the urgent mean latency is judged from the providers' record (see judge)
+
+    def __init__(self, options: Any, host: str) -> None:
+        super().__init__(options, host)
+        self.provider_url = (getattr(options, "provider_url", None) or os.environ.get("PEAKPROOF_PROVIDER_URL") or "")
+        self.rate = PEAK * options.scale * self.rate_factor
+        self.seconds = float(options.duration or 60.0)
+        self.n = max(1, round(self.rate * self.seconds))
+        self.backoff = float(getattr(options, "backoff", None) or 30.0 / options.time_scale)
+        self.run_id = ""
+        self._arrivals: list[Arrival] | None = None
+        self._people = peak_minute(self.n, options.seed, urgent_share=self.urgent_share)
+
+    def params(self) -> dict[str, Any]:
+        return {"notifications": self.n, "rate (per s)": round(self.rate, 2), "seconds": self.seconds,
+                "urgent share": self.urgent_share, "expected backoff (s)": self.backoff,
+                "provider faults": self.provider_faults or "none", "provider url": self.provider_url,
+                "run id": self.run_id}
+
+    def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
+        return HttpNotifications(self.host, self.provider_url, history=history, transport=transport,
+                                 timeout=self.options.request_timeout)
+
+    # -- master / local ---------------------------------------------------------------------
+
+    def setup(self) -> dict[str, Any]:
+        if not self.provider_url:
+            raise SystemExit("peakproof: notifications scenarios need --provider-url (the providers' base URL)")
+        self.run_id = uuid.uuid4().hex[:8]
+        requests.post(f"{self.provider_url}/config", json={"down": [], "ack_lost": 0.0, **self.provider_faults},
+                      timeout=10).raise_for_status()
+        d = self._driver()
+        pool = gevent.pool.Pool(50)
+        for rid, channels, addresses, _ in self._people:
+            pool.spawn(d.put_recipient, f"{self.run_id}-{rid}", channels, addresses, process="setup")
+        pool.join()
+        bad = [op for op in d.history.ops if op.type != OK]
+        if bad:
+            raise SystemExit(f"peakproof: {len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
+        self.setup_history = d.history
+        return {"run_id": self.run_id}
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.run_id = shared["run_id"]
+
+    def finish(self, history: History) -> None:
+        """Wait for every cascade to end (3 rounds), then read every notification once."""
+        history.ops.extend(getattr(self, "setup_history", History(time.time)).ops)
+        ids = [op.value["notification_id"] for op in history.ops if op.f == "notify" and op.type == OK]
+        d = self._driver(history)
+        deadline = time.time() + 3 * self.backoff + 30
+        pending = list(dict.fromkeys(ids))
+        while pending and time.time() < deadline:
+            probe = self._driver()  # polls are not part of the judged history
+            pool = gevent.pool.Pool(50)
+            ops = pool.map(lambda nid: probe.get_notification(nid, process="poll"), pending)
+            pending = [op.args["notification_id"] for op in ops
+                       if op.type != OK or op.value["status"] in ("queued", "sending")]
+            if pending:
+                gevent.sleep(min(2.0, self.backoff / 4))
+        pool = gevent.pool.Pool(50)
+        pool.map(lambda nid: d.get_notification(nid, process="final"), list(dict.fromkeys(ids)))
+        self.unfinished = len(pending)
+        requests.post(f"{self.provider_url}/config", json={"down": [], "ack_lost": 0.0}, timeout=10)
+
+    def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
+        prefix = f"{self.run_id}-"
+        everything = self._driver().provider_calls()  # the providers may have served earlier runs too
+        calls = [c for c in everything if c["recipient_id"].startswith(prefix)]
+        a = NotificationsAnalysis(history, calls, channel_calls=everything)
+        checks = check_notifications(history, calls, channel_calls=everything)
+        checks.append(urgent_mean_latency(a))
+        t0 = min((op.invoke_time for op in history.ops if op.f == "notify"), default=time.time())
+        per_channel: dict[str, dict[int, int]] = {}
+        outcomes: dict[str, dict[int, int]] = {}
+        for c in calls:
+            sec = int(c["at"] - t0)
+            if c["outcome"] in ("ok", "ack_lost"):
+                per_channel.setdefault(c["channel"], {})[sec] = per_channel.setdefault(c["channel"], {}).get(sec, 0) + 1
+            key = f"{c['channel']} {c['outcome']}"
+            outcomes.setdefault(key, {})[sec] = outcomes.setdefault(key, {}).get(sec, 0) + 1
+        lat: dict[str, dict[int, list[float]]] = {"urgent": {}, "reminder": {}}
+        for key, op in a.accepted.items():
+            if a.delivered.get(key):
+                first = min(d["at"] for d in a.delivered[key])
+                lat[op.args["priority"]].setdefault(int(op.invoke_time - t0), []).append(first - op.invoke_time)
+        charts = [Chart("Deliveries per channel over time (the providers' record)", "deliveries / s",
+                        {ch: sorted(v.items()) for ch, v in per_channel.items()}),
+                  Chart("Provider call outcomes over time", "calls / s", {k: sorted(v.items()) for k, v in outcomes.items()}),
+                  Chart("Mean delivery latency by acceptance second: urgent vs reminder", "seconds",
+                        {p: [(s, sum(v) / len(v)) for s, v in sorted(d.items())] for p, d in lat.items()})]
+        try:
+            b = requests.get(f"{self.host}/_breakers", timeout=5).json()
+            state = {"closed": 0, "half-open": 1, "open": 2}
+            charts.append(Chart("Breaker state over time (reference target: 0 closed, 1 half-open, 2 open)", "state",
+                                {ch: [(t - t0, state[s]) for t, s in b[ch]["transitions"] if t >= t0]
+                                 for ch in ("push", "sms", "email") if ch in b},
+                                note="Transitions reported by the reference target's /_breakers (not in the contract)."))
+        except (requests.RequestException, ValueError, KeyError):
+            pass
+        by_channel = {ch: sum(1 for c in calls if c["channel"] == ch) for ch in ("push", "sms", "email")}
+        details = {"provider calls": {"total": len(calls), "per notification": round(len(calls) / max(1, len(a.accepted)), 3),
+                                      **by_channel},
+                   "notifications": {"accepted": len(a.accepted), "unfinished when judged": getattr(self, "unfinished", 0)}}
+        return checks, charts, details
+
+    # -- every dispatching process -------------------------------------------------------------
+
+    def arrivals(self) -> list[Arrival]:
+        if self._arrivals is None:
+            times = arrival_times(constant(self.rate, self.seconds, "peak minute"), self.options.spacing,
+                                  self.options.seed)
+            self._arrivals = [Arrival(t, "notify", i) for i, t in enumerate(times[: self.n])]
+        return self._arrivals
+
+    def bound_seconds(self) -> float:
+        return self.seconds + 3 * self.backoff + 90
+
+    def make_driver(self, history: History, transport: Any) -> HttpNotifications:
+        return self._driver(history, transport)
+
+    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+        i = a.data
+        rid, _, _, priority = self._people[i]
+        title = TITLES[i % len(TITLES)]
+        ctx.driver.notify(f"{self.run_id}-ev{i}", f"{self.run_id}-{rid}", priority, title,
+                          f"{title}: ayrıntılar uygulamada. Details in the app. #{i}", process=f"event-{i}",
+                          intended_time=ctx.intended(a.t))
+
+
+@scenario
+class NotificationsPushDown(NotificationsPeak):
+    name = "notifications-push-down"
+    description = "Case N fault: the push channel answers nothing but failures"
+    provider_faults = {"down": ["push"]}
+
+
+@scenario
+class NotificationsAckLost(NotificationsPeak):
+    name = "notifications-ack-lost"
+    description = "Case N fault: 5% of provider calls deliver but their answer is lost"
+    provider_faults = {"ack_lost": 0.05}
+
+
+@scenario
+class NotificationsReminderFlood(NotificationsPeak):
+    name = "notifications-reminder-flood"
+    description = "Case N fault: reminders at 3x the peak beside a 2% trickle of urgent notifications"
+    urgent_share = 0.02
+    rate_factor = 3.0
