@@ -24,7 +24,8 @@ STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
                  breaker_window: int = 200, breaker_min_failures: int = 24,
-                 channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0) -> None:
+                 channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
+                 answer_latency: float = 0.0) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -54,7 +55,7 @@ class NotificationsAnalysis:
         self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
         self._permanent_seen: dict[str, list[float]] = defaultdict(list)
         def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
-            return c["at"] + (answer_timeout if c["outcome"] == "ack_lost" else 0.0)
+            return c["at"] + (answer_timeout if c["outcome"] == "ack_lost" else answer_latency)
 
         for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
@@ -293,9 +294,9 @@ NOTIFICATION_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_
 def check_notifications(history: History | Iterable[Op], calls: list[dict[str, Any]], *, budget: int = 3,
                         threshold: float = 0.99, channel_calls: list[dict[str, Any]] | None = None,
                         breaker_window: int = 200, breaker_min_failures: int = 24,
-                        answer_timeout: float = 2.0) -> list[CheckResult]:
+                        answer_timeout: float = 2.0, answer_latency: float = 0.0) -> list[CheckResult]:
     a = NotificationsAnalysis(history, calls, budget=budget, channel_calls=channel_calls,
                               breaker_window=breaker_window, breaker_min_failures=breaker_min_failures,
-                              answer_timeout=answer_timeout)
+                              answer_timeout=answer_timeout, answer_latency=answer_latency)
     out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATION_CHECKS]
     return out
