@@ -35,6 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bearer token for the target's admin calls (env PEAKPROOF_ADMIN_TOKEN)")
     group.addoption("--policy", default="pessimistic", choices=["pessimistic", "optimistic", "none"],
                     help="locking policy of the in-process reference target (ignored with --target-url)")
+    group.addoption("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
+                    help="notifications: the providers' base URL whose GET /calls is the ground truth")
     group.addoption("--driver", default=None,
                     help="module:Class of your own tickets driver, built with base_url=--target-url")
 

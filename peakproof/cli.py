@@ -61,16 +61,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
                                    "and an HTML report")
-    r.add_argument("case", nargs="?", default="tickets", choices=["tickets"])
+    r.add_argument("case", nargs="?", default="tickets", choices=["tickets", "notifications"])
     r.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
                    help="base URL of the case's API (e.g. http://127.0.0.1:8000/tickets); default: start the "
                         "reference target on 127.0.0.1")
     r.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"))
-    r.add_argument("--policy", choices=["pessimistic", "optimistic", "none"], default="pessimistic",
-                   help="policy of the reference target started when no --target-url is given")
-    r.add_argument("--scale", type=_positive(float), default=0.15,
-                   help="rate and quota of the load scenario as a share of the seed's (0.15: 3,000 req/s on a "
-                        "750 quota, what one Locust process sustains beside the reference target on 2 cores)")
+    r.add_argument("--policy", default=None,
+                   help="policy of the reference target started when no --target-url is given (tickets: "
+                        "pessimistic | optimistic | none; notifications: cascade | single | parallel)")
+    r.add_argument("--scale", type=_positive(float), default=None,
+                   help="the load's rate as a share of the seed's peak (tickets default 0.15: 3,000 req/s on a "
+                        "750 quota; notifications default 0.2: 347 notifications/s), what this 2-core machine "
+                        "sustains with generator and targets sharing it")
+    r.add_argument("--duration", type=_positive(float), default=30.0,
+                   help="notifications: seconds of peak arrivals (the seed's peak minute is 60)")
+    r.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
+                   help="notifications: the providers' base URL (default: start the simulator)")
+    r.add_argument("--faults", action="store_true",
+                   help="notifications: also run push down, ack lost and reminder flood")
     r.add_argument("--time-scale", type=_positive(float), default=24.0,
                    help="divide the 120 s hold window by this (24: a 5 s window)")
     r.add_argument("--report-dir", default="reports")
@@ -179,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_models(args)
         from .runner import run
 
+        if args.scale is None:
+            args.scale = {"tickets": 0.15, "notifications": 0.2}[args.case]
         return run(args)
     except PeakproofError as e:
         print(f"peakproof: {e}", file=sys.stderr)

@@ -37,17 +37,25 @@ def run(args: argparse.Namespace) -> int:
     parts: list[tuple[str, bool, str, list[CheckResult]]] = []
     with ExitStack() as stack:
         url = args.target_url
+        if args.case == "notifications" and not args.provider_url:
+            providers = stack.enter_context(ServedTarget("providers"))
+            args.provider_url = providers.base
+            print(f"peakproof: started the provider simulator at {providers.base}", flush=True)
         if not url:
-            served = stack.enter_context(ServedTarget(args.case, policy=args.policy))
+            options: dict[str, object] = {"policy": args.policy or DEFAULT_POLICY[args.case]}
+            if args.case == "notifications":  # the seed's 30 s rounds, shrunk like the scenario's
+                options.update(provider_url=args.provider_url, backoff=30.0 / args.time_scale,
+                               breaker_cool_down=max(1.0, 10.0 / args.time_scale))
+            served = stack.enter_context(ServedTarget(args.case, **options))
             url = served.url
-            print(f"peakproof: started the reference {args.case} target (policy {args.policy}) at {url}", flush=True)
+            print(f"peakproof: started the reference {args.case} target ({options['policy']}) at {url}", flush=True)
         else:
             print(f"peakproof: target {url}", flush=True)
-
         if not args.skip_properties:
             props = find_properties(args.case)
-            cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider",
-                   "--target-url", url, "-x"]
+            cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x"]
+            if args.case == "tickets":  # the notification machine decides provider answers: in-process
+                cmd += ["--target-url", url]
             if args.admin_token:
                 cmd += ["--admin-token", args.admin_token]
             print(f"peakproof: properties: {' '.join(cmd[2:])}", flush=True)
@@ -60,11 +68,12 @@ def run(args: argparse.Namespace) -> int:
             ok = proc.returncode == 0
             parts.append(("properties (Hypothesis, ci profile)", ok, f"{tail} in {time.monotonic() - t0:.1f} s", []))
 
-        parts.append(_load_scenario(args, url))
+        for scenario in SCENARIOS[args.case] + (FAULTS.get(args.case, []) if args.faults else []):
+            parts.append(_load_scenario(args, url, scenario))
 
-    if not args.target_url:
+    if not args.target_url and args.case == "tickets":
         t0 = time.monotonic()
-        driver = InProcessTickets(policy=args.policy)
+        driver = InProcessTickets(policy=args.policy or "pessimistic")
         quota, history = replay_opening(driver, OpeningWorkload())
         results = check_tickets(history, driver.tolerance)
         parts.append(("seed-scale opening in process (200,000 requests, 5,000 quota)",
@@ -88,10 +97,14 @@ def run(args: argparse.Namespace) -> int:
     return 0 if verdict else 1
 
 
-def _load_scenario(args: argparse.Namespace, url: str) -> tuple[str, bool, str, list[CheckResult]]:
-    """Run the case's Locust scenario (open model) and read its verdict from the report's sidecar."""
+DEFAULT_POLICY = {"tickets": "pessimistic", "notifications": "cascade"}
+SCENARIOS = {"tickets": ["tickets-opening"], "notifications": ["notifications-peak"]}
+FAULTS = {"notifications": ["notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"]}
+
+
+def _load_scenario(args: argparse.Namespace, url: str, scenario: str) -> tuple[str, bool, str, list[CheckResult]]:
+    """Run one Locust scenario (open model) and read its verdict from the report's sidecar."""
     loadtests = find_properties(args.case).parents[1] / "loadtests"
-    scenario = {"tickets": "tickets-opening"}[args.case]
     reports = Path(args.report_dir)
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -101,6 +114,13 @@ def _load_scenario(args: argparse.Namespace, url: str) -> tuple[str, bool, str, 
            "--report-dir", str(reports), "--html", str(locust_html), "--only-summary", "--loglevel", "WARNING"]
     if args.admin_token:
         cmd += ["--admin-token", args.admin_token]
+    if args.case == "notifications":
+        # Faults cost the target more per notification (timeouts held, 3x the arrivals in a flood):
+        # they run at half the scale (a quarter for the flood) so they judge the design, not the CPU.
+        scale = args.scale / 4 if scenario.endswith("reminder-flood") else (
+            args.scale / 2 if scenario in FAULTS["notifications"] else args.scale)
+        cmd[cmd.index("--scale") + 1] = str(scale)
+        cmd += ["--provider-url", args.provider_url, "--duration", str(args.duration)]
     print(f"peakproof: load: {scenario} at scale {args.scale:g} (time scale {args.time_scale:g}) through Locust",
           flush=True)
     t0 = time.time()

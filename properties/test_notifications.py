@@ -109,7 +109,77 @@ class NotificationsMachine(RuleBasedStateMachine):
 @pytest.fixture(scope="session")
 def in_process_only(request: pytest.FixtureRequest) -> None:
     if request.config.getoption("--target-url"):
-        pytest.skip("the notification state machine decides provider answers itself: in-process only for now")
+        pytest.skip("this machine decides every provider answer itself; over a URL the next test runs instead")
+
+
+class OverHttp(RuleBasedStateMachine):
+    """Against a URL: Hypothesis sends, replays and reads; the simulator's failure model answers.
+
+    Needs ``--target-url`` (the notifications API) and ``--provider-url`` (whose record of
+    calls is the ground truth). Time is real: the target's rounds should be short
+    (``peakproof serve notifications --backoff 0.3``).
+    """
+
+    target_url = ""
+    provider_url = ""
+    events = Bundle("events")
+
+    @initialize()
+    def start(self) -> None:
+        from peakproof.cases.notifications import HttpNotifications
+
+        self.d = HttpNotifications(self.target_url, self.provider_url)
+        self.run = uuid.uuid4().hex[:8]
+        self.recipients = []
+        for i, prefs in enumerate([["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]):
+            rid = f"{self.run}-r{i}"
+            op = self.d.put_recipient(rid, prefs, {"push_token": f"tok{i}", "phone": f"+9055500{i}",
+                                                   "email": f"r{i}@example.com"})
+            assert op.type == OK, op
+            self.recipients.append(rid)
+        self.ids: dict[tuple[str, str], str] = {}
+
+    @rule(target=events, who=st.integers(0, 2), urgent=st.booleans(), title=TEXTS, body=TEXTS)
+    def send_a_notification(self, who: int, urgent: bool, title: str, body: str) -> tuple[str, str]:
+        event, rid = f"{self.run}-ev-{uuid.uuid4().hex[:8]}", self.recipients[who]
+        op = self.d.notify(event, rid, "urgent" if urgent else "reminder", title, body)
+        assert op.type == OK, f"a valid request must be accepted. Actual: {op!r}"
+        self.ids[(event, rid)] = op.value["notification_id"]
+        return event, rid
+
+    @rule(key=events)
+    def replay_it(self, key: tuple[str, str]) -> None:
+        op = self.d.notify(key[0], key[1], "urgent", "again", "again")
+        assert op.type == OK and op.value["notification_id"] == self.ids[key], op
+
+    @rule(seconds=st.sampled_from([0.05, 0.4, 1.0]))
+    def time_passes(self, seconds: float) -> None:
+        self.d.advance(seconds)
+
+    @invariant()
+    def every_check_holds(self) -> None:
+        if not hasattr(self, "d"):
+            return
+        for nid in self.ids.values():
+            self.d.get_notification(nid, process="reader")
+        everything = self.d.provider_calls()
+        mine = [c for c in everything if c["recipient_id"].startswith(self.run)]
+        assert_checks(r for r in check_notifications(self.d.history, mine, channel_calls=everything)
+                      if r.name != "delivery_ratio_at_least")
+
+
+def test_a_served_target_keeps_every_invariant_over_http(request: pytest.FixtureRequest) -> None:
+    from hypothesis import settings
+
+    url, providers = request.config.getoption("--target-url"), request.config.getoption("--provider-url")
+    if not url or not providers or "/notifications" not in url:
+        pytest.skip("needs --target-url .../notifications and --provider-url")
+
+    class Machine(OverHttp):
+        target_url, provider_url = url, providers
+
+    run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=min(
+        settings.default.max_examples, 10), stateful_step_count=15))
 
 
 def test_notifications_keep_every_invariant_whatever_the_providers_answer(in_process_only: None) -> None:

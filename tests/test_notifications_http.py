@@ -64,3 +64,18 @@ def test_a_replay_returns_the_same_notification_and_bad_requests_get_the_error_s
             assert r.status_code == status and {"error", "message"} <= set(r.json()), (body, r.status_code, r.text)
         doc = requests.get(f"{target.base}/openapi.json", timeout=5).json()
         assert "/notifications" in doc["paths"]
+
+
+def test_the_peak_and_push_down_scenarios_pass_against_the_reference_target(providers, tmp_path) -> None:
+    from .test_load_engine import check, run_locust
+
+    with ServedTarget("notifications", provider_url=providers.base, backoff=1.0, breaker_cool_down=2) as target:
+        for scenario in ("notifications-peak", "notifications-push-down"):
+            rc, doc, out = run_locust(target.url, scenario, tmp_path, "--scale", "0.1", "--duration", "5",
+                                      "--provider-url", providers.base, "--time-scale", "30")
+            calls = doc["details"]["provider calls"]
+            print(f"\n{scenario}: pass {doc['pass']}, calls {calls}")
+            assert rc == 0, out[-3000:]
+            assert check(doc, "checks", "one_delivery_per_event")["valid"] is True
+            if scenario == "notifications-push-down":
+                assert calls["push"] < 0.2 * calls["total"]  # the breaker keeps the dead channel out
