@@ -10,23 +10,20 @@ the locking policy, not the event loop, is what keeps the counts right.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
-from .core import InvalidRequest, Reservation, TicketError, TicketsCore
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .core import Reservation, TicketError, TicketsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
-MAX_BODY = 64 * 1024
 
 Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("PUT", re.compile(r"/quotas/([^/]+)"), "put_quota"),
@@ -50,12 +47,6 @@ def reservation_json(r: Reservation) -> dict[str, Any]:
     return {"reservation_id": r.reservation_id, "quota_id": r.quota_id, "buyer_id": r.buyer_id,
             "request_id": r.request_id, "quantity": r.quantity, "status": r.status,
             "expires_at": rfc3339(r.expires_at)}
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 class TicketsApp:
@@ -84,34 +75,23 @@ class TicketsApp:
         self.arrivals_by_second[sec] = self.arrivals_by_second.get(sec, 0) + 1
         try:
             status, payload = await self._dispatch(scope, receive)
-        except _HttpError as e:
+        except HttpError as e:
             status, payload = e.status, {"error": e.code, "message": e.message}
         except TicketError as e:
             status, payload = e.status, {"error": e.code, "message": e.message, **e.extra}
         except Exception as e:  # a bug in the target must still answer in the contract's shape
             status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, status, payload)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.pool.shutdown(wait=True, cancel_futures=True)
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send, on_shutdown=lambda: self.pool.shutdown(wait=True, cancel_futures=True))
 
     async def _dispatch(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
         path: str = scope["path"]
         if path == "/openapi.json":
             return 200, self._openapi_bytes
         if not path.startswith(self.prefix + "/"):
-            raise _HttpError(404, "not_found", f"no route {path}; the tickets API is under {self.prefix}/")
+            raise HttpError(404, "not_found", f"no route {path}; the tickets API is under {self.prefix}/")
         path = path[len(self.prefix):]
         method = scope["method"]
         allowed = []
@@ -122,11 +102,11 @@ class TicketsApp:
             if verb != method:
                 allowed.append(verb)
                 continue
-            body = await _read_body(receive) if method in ("PUT", "POST") else b""
+            body = await read_body(receive) if method in ("PUT", "POST") else b""
             return await getattr(self, "_" + name)(scope, body, *m.groups())
         if allowed:
-            raise _HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
-        raise _HttpError(404, "not_found", f"no route {method} {path}")
+            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+        raise HttpError(404, "not_found", f"no route {method} {path}")
 
     async def _in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -137,9 +117,9 @@ class TicketsApp:
         if self.admin_token is not None:
             auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
             if auth != f"Bearer {self.admin_token}":
-                raise _HttpError(401, "unauthorized",
+                raise HttpError(401, "unauthorized",
                                  "PUT /quotas needs 'Authorization: Bearer <admin token>' (the server's --admin-token)")
-        doc = _json_object(body, required=("capacity",))
+        doc = json_object(body, required=("capacity",))
         hold = doc.get("hold_seconds", self.default_hold_seconds)
         row = await self._in_pool(self.core.put_quota, quota_id, doc["capacity"], hold)
         return 200, _quota_json(row)
@@ -155,7 +135,7 @@ class TicketsApp:
                      "conflicts": self.core.stats.conflicts, "requests_seen": self.requests_seen}
 
     async def _reserve(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
-        doc = _json_object(body, required=("buyer_id", "quantity", "request_id"))
+        doc = json_object(body, required=("buyer_id", "quantity", "request_id"))
         args = (quota_id, doc["buyer_id"], doc["quantity"], doc["request_id"])
         # Decided on the event loop when possible (sold out, replay, bad input: no lock,
         # no row); anything that may block (the row, expiring due holds) goes to a thread.
@@ -195,32 +175,6 @@ class TicketsApp:
 def _quota_json(row: Any) -> dict[str, Any]:
     return {"quota_id": row.quota_id, "capacity": row.capacity, "available": row.available,
             "held": row.held, "sold": row.sold, "hold_seconds": row.hold_seconds}
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise _HttpError(413, "body_too_large", f"request body over {MAX_BODY} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-def _json_object(body: bytes, required: tuple[str, ...]) -> dict[str, Any]:
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidRequest(f"the body must be a JSON object; could not parse it: {e}") from None
-    if not isinstance(doc, dict):
-        raise InvalidRequest(f"the body must be a JSON object; got {type(doc).__name__}")
-    missing = [k for k in required if k not in doc]
-    if missing:
-        raise InvalidRequest(f"missing field(s) {', '.join(missing)}; expected {', '.join(required)}")
-    return doc
 
 
 class ReservationQueue:
