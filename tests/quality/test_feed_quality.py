@@ -1,0 +1,82 @@
+"""Quality: the feed properties catch the classic broken feeds, with a readable counterexample."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from targets.feed import FeedCore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "properties"))
+from test_feed import CAP, THRESHOLD, FeedMachine  # noqa: E402
+
+from .test_tickets_quality import failure_text  # noqa: E402
+
+BUDGET = settings(settings.default, max_examples=max(settings.default.max_examples, 300), stateful_step_count=40)
+
+
+class IgnoresDeletes(FeedCore):
+    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        hidden, self.deleted = self.deleted, set()
+        try:
+            return super().read(user, limit, cursor)
+        finally:
+            self.deleted = hidden
+
+
+class SortsByArrival(FeedCore):
+    """Keeps each inbox in the order entries arrived (fan-out, backfill), not by time."""
+
+    def _write(self, user: str, key: Any) -> None:
+        inbox = self.inboxes.setdefault(user, [])
+        if key not in inbox:
+            inbox.append(key)
+            del inbox[: max(0, len(inbox) - self.inbox_cap)]
+
+    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        followed = self.following.get(user, set())
+        items = [self.posts[k[1]] for k in reversed(self.inboxes.get(user, []))
+                 if k[1] not in self.deleted and self.posts[k[1]].author_id in followed]
+        return items[:limit], (items[limit - 1].key if len(items) >= limit else None)
+
+
+class ForgetsUnfollows(FeedCore):
+    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        real = self.following.get(user, set())
+        self.following[user] = real | {p.author_id for p in self.posts.values()} - {user}
+        try:
+            return super().read(user, limit, cursor)
+        finally:
+            self.following[user] = real
+
+
+class DropsAboveThreshold(FeedCore):
+    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        hidden, self.pull_authors = self.pull_authors, set()
+        try:
+            return super().read(user, limit, cursor)
+        finally:
+            self.pull_authors = hidden
+
+
+@pytest.mark.parametrize("broken, caught_by", [
+    (IgnoresDeletes, "deleted_posts_never_shown"),
+    (SortsByArrival, ("feed_is_newest_first", "feed_matches_pull_model")),
+    (ForgetsUnfollows, "unfollowed_authors_never_shown"),
+    (DropsAboveThreshold, "feed_matches_pull_model"),
+])
+def test_the_feed_machine_catches_a_broken_feed(broken: type[FeedCore], caught_by: str | tuple[str, ...]) -> None:
+    class Machine(FeedMachine):
+        core_factory = staticmethod(lambda clock: broken(clock, threshold=THRESHOLD, inbox_cap=CAP))
+
+    with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
+        run_state_machine_as_test(Machine, settings=BUDGET)
+    report = failure_text(caught.value)
+    print(f"\n{broken.__name__}: {report[:700]}")
+    names = (caught_by,) if isinstance(caught_by, str) else caught_by
+    assert any(f"{name}: FAIL" in report for name in names), report
