@@ -57,12 +57,14 @@ class NotificationsAnalysis:
         def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
             return c["at"] + (answer_timeout if c["outcome"] == "ack_lost" else answer_latency)
 
+        self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
         for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
             if c["outcome"] == "permanent":
                 self._permanent_seen[ch].append(heard(c))
                 continue  # the breaker's window holds calls that say something about the channel
             self._times[ch].append(heard(c))
+            self._last_failed[ch].append(c["outcome"] in ("transient", "ack_lost"))
             # a lost answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] in ("transient", "ack_lost")))
         self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -145,6 +147,15 @@ def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
     return _window_before(a, channel, at)[1]
 
 
+def _probe_failed_before(a: NotificationsAnalysis, channel: str, at: float) -> bool:
+    """The channel's last call before ``at`` failed: a half-open breaker's failed probe
+    reopens it at once, whatever the window held (the window restarts when it opens)."""
+    import bisect
+
+    i = bisect.bisect_left(a._times.get(channel, []), at)
+    return i > 0 and a._last_failed[channel][i - 1]
+
+
 def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls made together with the first one (a parallel round sends several at once)."""
     return [c for c in cs if c["at"] == cs[0]["at"]]
@@ -166,7 +177,8 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
         if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
                 c for c in pv.CHANNELS if c in _addressed(r)]:
             v.add(f"event {key[0]!r}: called {first['channel']}, a channel {key[1]!r} has no address for", first)
-        elif first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.suspicious_below:
+        elif (first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.suspicious_below
+              and not _probe_failed_before(a, preferred, first["at"])):
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
                   f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
@@ -187,7 +199,8 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
             continue
         skips += 1
         n_recent, transient, permanent = _window_before(a, preferred, first["at"])
-        if transient < a.suspicious_below and transient + permanent >= a.suspicious_below:
+        if (transient < a.suspicious_below and transient + permanent >= a.suspicious_below
+                and not _probe_failed_before(a, preferred, first["at"])):
             v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
                   f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
                   first)
