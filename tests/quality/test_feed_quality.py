@@ -17,7 +17,7 @@ from test_feed import CAP, THRESHOLD, FeedMachine  # noqa: E402
 
 from .test_tickets_quality import failure_text  # noqa: E402
 
-BUDGET = settings(settings.default, max_examples=max(settings.default.max_examples, 300), stateful_step_count=40)
+BUDGET = settings(settings.default, max_examples=max(settings.default.max_examples, 500), stateful_step_count=40)
 
 
 class IgnoresDeletes(FeedCore):
@@ -67,7 +67,8 @@ class DropsAboveThreshold(FeedCore):
 @pytest.mark.parametrize("broken, caught_by", [
     (IgnoresDeletes, "deleted_posts_never_shown"),
     (SortsByArrival, ("feed_is_newest_first", "feed_matches_pull_model")),
-    (ForgetsUnfollows, "unfollowed_authors_never_shown"),
+    # it also shows authors never followed, which only the pull model can tell: either check may report it
+    (ForgetsUnfollows, ("unfollowed_authors_never_shown", "feed_matches_pull_model")),
     (DropsAboveThreshold, "feed_matches_pull_model"),
 ])
 def test_the_feed_machine_catches_a_broken_feed(broken: type[FeedCore], caught_by: str | tuple[str, ...]) -> None:
