@@ -107,9 +107,9 @@ def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: 
                 break
             except requests.RequestException:
                 time.sleep(0.05)
-        # 200 requests/s for 11 s through 8 in-flight requests: a closed loop's view of a stall
+        # 200 requests/s for 10 s through 4 in-flight requests: a closed loop's view of a stall
         rc, doc, out = run_locust(f"http://127.0.0.1:{port}/tickets", "tickets-sold-out", tmp_path,
-                                  "--scale", "0.01", "--duration", "11", "--pool-size", "8", "--connections", "8",
+                                  "--scale", "0.01", "--duration", "10", "--pool-size", "4", "--connections", "4",
                                   "--max-lateness", "3", "--slo", "reserve:p99<=250ms",
                                   "--slo", "reserve:p99<=250ms@send")
     finally:
