@@ -29,17 +29,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .._errors import ContractError
+
 POLICIES = ("hybrid", "push", "pull")
 PAGE = 20
 INBOX_CAP = 400  # VH6
 
 
-class FeedError(Exception):
+class FeedError(ContractError):
     status, code = 400, "invalid_request"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidRequest(FeedError):

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Protocol
 
+from .._errors import ContractError
 from .formatting import FORMATTERS
 
 CHANNELS = ("push", "sms", "email")
@@ -37,12 +38,8 @@ Outcome = Literal["ok", "transient", "permanent", "unknown"]
 STATUS_ORDER = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 
 
-class NotificationError(Exception):
+class NotificationError(ContractError):
     status, code = 400, "invalid_request"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidRequest(NotificationError):

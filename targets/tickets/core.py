@@ -29,6 +29,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Generator, Literal, Protocol
 
+from .._errors import ContractError
+
 Policy = Literal["pessimistic", "optimistic", "none"]
 POLICIES: tuple[str, ...] = ("pessimistic", "optimistic", "none")
 Status = Literal["held", "sold", "expired", "cancelled"]
@@ -42,16 +44,8 @@ DEFAULT_LEASE_SECONDS = 2.0
 DEFAULT_MAX_PER_REQUEST = 10
 
 
-class TicketError(Exception):
+class TicketError(ContractError):
     """A definite refusal. ``code`` is the contract's stable error code."""
-
-    status = 400
-    code = "invalid_request"
-
-    def __init__(self, message: str, **extra: object) -> None:
-        super().__init__(message)
-        self.message = message
-        self.extra = extra
 
 
 class InvalidRequest(TicketError):

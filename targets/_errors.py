@@ -1,0 +1,15 @@
+"""The error base every reference target shares (cores raise it; HTTP layers answer with it)."""
+
+from __future__ import annotations
+
+
+class ContractError(Exception):
+    """A definite refusal a target answers in its contract's error shape: ``{error: code, message}``."""
+
+    status = 400
+    code = "invalid_request"
+
+    def __init__(self, message: str, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
