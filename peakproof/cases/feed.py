@@ -50,7 +50,7 @@ class InProcessFeed:
 
     def read(self, user: str, limit: int = 20, cursor: tuple[float, str] | None = None, *, process: Any = 0) -> Op:
         def go() -> dict[str, Any]:
-            items, nxt = self.core.read(user, limit, cursor)
+            items, nxt, _ = self.core.read_view(user, limit, cursor)
             return {"items": [post_json(p) for p in items], "next_cursor": list(nxt) if nxt else None,
                     "backlog": self.core.backlog(), "inbox_size": len(self.core.inboxes.get(user, []))}
 

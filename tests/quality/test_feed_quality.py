@@ -21,10 +21,10 @@ BUDGET = settings(settings.default, max_examples=max(settings.default.max_exampl
 
 
 class IgnoresDeletes(FeedCore):
-    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+    def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
         hidden, self.deleted = self.deleted, set()
         try:
-            return super().read(user, limit, cursor)
+            return super().read_view(user, limit, cursor)
         finally:
             self.deleted = hidden
 
@@ -38,28 +38,28 @@ class SortsByArrival(FeedCore):
             inbox.append(key)
             del inbox[: max(0, len(inbox) - self.inbox_cap)]
 
-    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+    def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
         followed = self.following.get(user, set())
         items = [self.posts[k[1]] for k in reversed(self.inboxes.get(user, []))
                  if k[1] not in self.deleted and self.posts[k[1]].author_id in followed]
-        return items[:limit], (items[limit - 1].key if len(items) >= limit else None)
+        return items[:limit], (items[limit - 1].key if len(items) >= limit else None), {}
 
 
 class ForgetsUnfollows(FeedCore):
-    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+    def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
         real = self.following.get(user, set())
         self.following[user] = real | {p.author_id for p in self.posts.values()} - {user}
         try:
-            return super().read(user, limit, cursor)
+            return super().read_view(user, limit, cursor)
         finally:
             self.following[user] = real
 
 
 class DropsAboveThreshold(FeedCore):
-    def read(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+    def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
         hidden, self.pull_authors = self.pull_authors, set()
         try:
-            return super().read(user, limit, cursor)
+            return super().read_view(user, limit, cursor)
         finally:
             self.pull_authors = hidden
 
