@@ -30,21 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,models}")
 
     s = sub.add_parser("serve", help="serve a reference target or the provider simulator (127.0.0.1 by default)")
-    s.add_argument("case", choices=["tickets", "notifications", "providers"], help="what to serve")
+    s.add_argument("case", choices=["tickets", "notifications", "feed", "providers"], help="what to serve")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=_positive(int), default=8000)
     s.add_argument("--policy", default=None,
                    help="tickets: pessimistic (default) | optimistic | none; "
-                        "notifications: cascade (default) | single | parallel")
+                        "notifications: cascade (default) | single | parallel; feed: hybrid (default) | push | pull")
     s.add_argument("--hold-seconds", type=_positive(float), default=120.0,
                    help="tickets: reservation window when PUT /quotas gives none (BS4: 120)")
     s.add_argument("--lease-seconds", type=_positive(float), default=2.0, help="tickets: lock lease length")
     s.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"),
-                   help="tickets: require 'Authorization: Bearer TOKEN' on PUT /quotas (env PEAKPROOF_ADMIN_TOKEN)")
+                   help="tickets, feed: require 'Authorization: Bearer TOKEN' on PUT /quotas, POST /admin/graph "
+                        "(env PEAKPROOF_ADMIN_TOKEN)")
     s.add_argument("--db", default=os.environ.get("PEAKPROOF_DB"),
                    help="SQLite file (default .peakproof/CASE.sqlite3); data survives a restart on the same file")
     s.add_argument("--durability", choices=["normal", "full"], default="normal",
-                   help="tickets: normal survives a process crash; full also survives power loss (an fsync a commit)")
+                   help="tickets, feed: normal survives a process crash; full also survives power loss (an fsync a "
+                        "commit)")
     s.add_argument("--threads", type=_positive(int), default=32, help="worker threads (tickets: row work; "
                                                                        "notifications: bulkheads in all)")
     s.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
@@ -53,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--call-timeout", type=_positive(float), default=2.0, help="notifications: provider call timeout")
     s.add_argument("--breaker-cool-down", type=_positive(float), default=10.0, help="notifications: s a breaker "
                                                                                     "stays open before a probe")
+    s.add_argument("--threshold", type=int, default=None,
+                   help="feed: followers above which posts are merged at read time (default: the seed's rule at "
+                        "full scale, window x spare capacity = 169,691)")
+    s.add_argument("--inbox-cap", type=_positive(int), default=400, help="feed: inbox entries kept per user (VH6)")
+    s.add_argument("--shards", type=_positive(int), default=4, help="feed: inbox shards (by user id)")
+    s.add_argument("--consumers", type=_positive(int), default=4, help="feed: fan-out consumer threads")
+    s.add_argument("--fanout-rate", type=_positive(float), default=None,
+                   help="feed: inbox writes/s the consumers may do in all (default unbounded; the seed sizes it at "
+                        "3x the steady fan-out)")
+    s.add_argument("--max-backlog", type=_positive(int), default=None,
+                   help="feed: fan-out queue capacity in inbox writes; a publish beyond it gets 429 + Retry-After")
+    s.add_argument("--window", type=_positive(float), default=60.0,
+                   help="feed: the G2 window, s; a publish whose fan-out would take longer is flagged degraded")
     s.add_argument("--multiplier", type=float, default=1.0, help="providers: failure-rate multiplier")
     s.add_argument("--down", nargs="*", default=[], choices=["push", "sms", "email"], help="providers: channels down")
     s.add_argument("--ack-lost", type=float, default=0.0, help="providers: share of calls delivered, answer lost")
@@ -165,6 +180,14 @@ def _serve_case(args: argparse.Namespace) -> int:
         serve_notifications(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff,
                             workers=args.threads, call_timeout=args.call_timeout,
                             breaker_cool_down=args.breaker_cool_down)
+    elif args.case == "feed":
+        from targets.feed.server import serve as serve_feed
+
+        policy = args.policy or "hybrid"
+        print(f"peakproof: serving feed (policy {policy}) on {where}/feed (db {db})", file=sys.stderr, flush=True)
+        serve_feed(args.host, args.port, db, policy=policy, threshold=args.threshold, inbox_cap=args.inbox_cap,
+                   shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
+                   admin_token=args.admin_token, window=args.window, durability=args.durability)
     else:
         import uvicorn
 

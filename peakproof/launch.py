@@ -16,7 +16,7 @@ import requests
 
 from .errors import TargetError
 
-CASES = {"tickets": "/tickets", "notifications": "/notifications", "providers": ""}
+CASES = {"tickets": "/tickets", "notifications": "/notifications", "feed": "/feed", "providers": ""}
 
 
 def free_port() -> int:

@@ -55,8 +55,9 @@ def json_object(body: bytes, required: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
-async def send_json(send: Send, status: int, payload: Any) -> None:
+async def send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
     await send({"type": "http.response.body", "body": body})

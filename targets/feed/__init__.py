@@ -1,4 +1,4 @@
-"""Case F, news feed: the reference target (hybrid fan-out core). Work in progress: not yet served."""
+"""Case F, news feed: the reference target (hybrid fan-out, CQRS, capped inboxes), served under /feed."""
 
 from .core import POLICIES, Backpressure, FeedCore, FeedError, InvalidRequest, Post, UnknownPost
 

@@ -101,6 +101,8 @@ class FeedStats:
     pulled_sources: int = 0
     reads: int = 0
     degraded_reads: int = 0
+    posts: int = 0
+    fanned_posts: int = 0  # posts whose fan-out was queued (the rest are merged at read time)
 
 
 class FeedCore:
@@ -190,6 +192,8 @@ class FeedCore:
             if self.store is not None:
                 self.store.save_post(post)  # durable before it is acknowledged
             self._index(post)
+            self.stats.posts += 1
+            self.stats.fanned_posts += fanned
             if fanned and audience:
                 self.queue.append(_Job(post, sorted(audience)))
                 self._backlog += len(audience)

@@ -1,0 +1,306 @@
+"""The feed core served over HTTP, with its real-time adapter: the fan-out consumers.
+
+* The ASGI app answers the contract under ``/feed`` (see ``openapi.json``). Reads and small
+  writes run on the event loop (in-memory work, one short SQLite write for a publish);
+  the bulk ``/admin/graph`` runs on a thread.
+* ``FanoutConsumers``: competing consumer threads that drain the fan-out queue in batches,
+  at most ``rate`` inbox writes/s in all when a rate is set (the seed's capacity: 3x the
+  steady fan-out). A slowed consumer is this rate turned down (``POST /_admin/fanout``).
+* Backpressure, two signals on ``POST /posts``:
+  - accepted but degraded: 201 with header ``Feed-Backpressure: lag=<s>; window=<s>`` and
+    ``"fanout": {"backlog", "expected_lag_s", "within_window": false}`` when the backlog
+    at the consumers' drain rate would take longer than the G2 window: the post is stored
+    and will show, late (the seed: a slow consumer means drifting freshness, not errors);
+  - refused: 429 with ``Retry-After`` when the queue is at its capacity (``max_backlog``
+    inbox writes): nothing was stored, publish again later.
+* ``GET /_stats`` and ``POST /_admin/fanout`` are the reference target's own (not in the
+  contract): backlog, freshness, counters; consumer rate, threshold, shards down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .core import Backpressure, FeedCore, FeedError, InvalidRequest, Post
+
+OPENAPI_PATH = Path(__file__).with_name("openapi.json")
+GRAPH_BODY_LIMIT = 64 * 1024 * 1024  # bulk follows: about 2 million pairs a request
+
+
+def post_json(p: Post) -> dict[str, Any]:
+    return {"post_id": p.post_id, "author_id": p.author_id, "text": p.text, "created_at": p.created_at}
+
+
+def encode_cursor(key: tuple[float, str]) -> str:
+    return f"{key[0]!r}_{key[1]}"  # repr round-trips a float exactly; a float's repr has no '_'
+
+
+def decode_cursor(text: str) -> tuple[float, str]:
+    at, sep, post_id = text.partition("_")
+    try:
+        created = float(at)
+    except ValueError:
+        created = float("nan")
+    if not sep or not post_id or created != created:
+        raise InvalidRequest(f"cursor must be a next_cursor this server returned (CREATED_POSTID); got {text[:80]!r}")
+    return created, post_id
+
+
+class FanoutConsumers:
+    """Competing consumers of the fan-out queue, sharing one rate limit (token bucket)."""
+
+    def __init__(self, core: FeedCore, *, consumers: int = 4, rate: float | None = None, batch: int = 256) -> None:
+        self.core, self.batch = core, batch
+        self.consumers = consumers
+        self.rate: float | None = None
+        self._tokens, self._refilled = 0.0, time.monotonic()
+        self._bucket = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._done_window: list[tuple[float, int]] = []  # (monotonic, writes) for the measured drain rate
+        self.set_rate(rate)
+        self._threads = [threading.Thread(target=self._loop, name=f"fanout-{i}", daemon=True)
+                         for i in range(consumers)]
+
+    def set_rate(self, rate: float | None) -> None:
+        if rate is not None and not rate > 0:
+            raise InvalidRequest(f"rate must be > 0 inbox writes/s (or null for unbounded); got {rate!r}")
+        with self._bucket:
+            self.rate = rate
+            self._tokens = 0.0
+            self._refilled = time.monotonic()
+        self.core.drain_rate = rate
+
+    def start(self) -> "FanoutConsumers":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _take(self) -> int:
+        """How many writes this consumer may do now (0: wait for tokens)."""
+        if self.rate is None:
+            return self.batch
+        with self._bucket:
+            now = time.monotonic()
+            # at most a tenth of a second of burst, so a slowed consumer really is slow
+            self._tokens = min(self.rate * 0.1 + 1, self._tokens + (now - self._refilled) * self.rate)
+            self._refilled = now
+            n = min(self.batch, int(self._tokens))
+            self._tokens -= n
+            return n
+
+    def _give_back(self, n: int) -> None:
+        if self.rate is not None and n > 0:
+            with self._bucket:
+                self._tokens += n
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            allowed = self._take()
+            if allowed == 0:
+                time.sleep(max(0.001, 1.0 / self.rate) if self.rate else 0.001)
+                continue
+            try:
+                done = self.core.fanout(allowed)
+            except Exception:  # a consumer must survive; the job stays queued for the next turn
+                done = 0
+            self._give_back(allowed - done)
+            if done:
+                self._note(done)
+            else:
+                self._wake.wait(0.05)
+                self._wake.clear()
+
+    def _note(self, done: int) -> None:
+        if self.rate is not None:
+            return
+        now = time.monotonic()
+        with self._bucket:
+            self._done_window.append((now, done))
+            while self._done_window and self._done_window[0][0] < now - 1.0:
+                self._done_window.pop(0)
+            span = max(0.05, now - self._done_window[0][0])
+            self.core.drain_rate = sum(n for _, n in self._done_window) / span
+
+
+_ROUTES = [("PUT", re.compile(r"/users/([^/]+)/following/([^/]+)"), "follow"),
+           ("DELETE", re.compile(r"/users/([^/]+)/following/([^/]+)"), "unfollow"),
+           ("POST", re.compile(r"/posts"), "publish"),
+           ("DELETE", re.compile(r"/posts/([^/]+)"), "delete"),
+           ("GET", re.compile(r"/users/([^/]+)/feed"), "read"),
+           ("POST", re.compile(r"/admin/graph"), "graph"),
+           ("GET", re.compile(r"/openapi\.json"), "openapi"),
+           ("GET", re.compile(r"/health"), "health"),
+           ("GET", re.compile(r"/_stats"), "stats"),
+           ("POST", re.compile(r"/_admin/fanout"), "admin_fanout")]
+
+
+class FeedApp:
+    def __init__(self, core: FeedCore, consumers: FanoutConsumers, *, prefix: str = "/feed",
+                 admin_token: str | None = None, window: float = 60.0) -> None:
+        self.core, self.consumers = core, consumers
+        self.prefix = prefix.rstrip("/")
+        self.admin_token, self.window = admin_token, window
+        self.pool = ThreadPoolExecutor(2, thread_name_prefix="feed-bulk")
+        self._openapi_bytes = OPENAPI_PATH.read_bytes()
+
+    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send, on_shutdown=self.consumers.stop)
+            return
+        if scope["type"] != "http":
+            return
+        headers: list[tuple[bytes, bytes]] = []
+        try:
+            status, payload, headers = await self._dispatch(scope, receive)
+        except HttpError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except Backpressure as e:
+            status, payload = e.status, {"error": e.code, "message": e.message, "retry_after": round(e.retry_after, 3)}
+            headers = [(b"retry-after", str(max(1, round(e.retry_after + 0.5))).encode())]
+        except FeedError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except Exception as e:  # a bug must still answer in the contract's shape
+            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
+        await send_json(send, status, payload, headers)
+
+    async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        path, method = scope["path"], scope["method"]
+        if path == "/openapi.json":
+            return 200, self._openapi_bytes, []
+        if not path.startswith(self.prefix + "/"):
+            raise HttpError(404, "not_found", f"no route {path}; the feed API is under {self.prefix}/")
+        path = path[len(self.prefix):]
+        allowed = []
+        for verb, pattern, name in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m is None:
+                continue
+            if verb != method:
+                allowed.append(verb)
+                continue
+            limit = GRAPH_BODY_LIMIT if name == "graph" else 64 * 1024
+            body = await read_body(receive, limit) if method in ("PUT", "POST") else b""
+            result = await getattr(self, "_" + name)(scope, body, *m.groups())
+            return result if len(result) == 3 else (*result, [])
+        if allowed:
+            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+        raise HttpError(404, "not_found", f"no route {method} {path}")
+
+    def _require_admin(self, scope: dict, what: str) -> None:
+        if self.admin_token is None:
+            return
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if auth != f"Bearer {self.admin_token}":
+            raise HttpError(401, "unauthorized", f"{what} needs 'Authorization: Bearer <admin token>' "
+                                                 f"(the server's --admin-token)")
+
+    # -- the contract ------------------------------------------------------------------------------
+
+    async def _follow(self, scope: dict, body: bytes, user: str, followee: str) -> tuple[int, Any]:
+        self.core.follow(user, followee)
+        return 200, {"user_id": user, "followee_id": followee, "following": True}
+
+    async def _unfollow(self, scope: dict, body: bytes, user: str, followee: str) -> tuple[int, Any]:
+        self.core.unfollow(user, followee)
+        return 200, {"user_id": user, "followee_id": followee, "following": False}
+
+    async def _publish(self, scope: dict, body: bytes) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
+        doc = json_object(body, ("author_id", "text"))
+        post = self.core.publish(doc["author_id"], doc["text"])
+        self.consumers.wake()
+        lag = self.core.expected_lag()
+        late = lag is not None and lag > self.window
+        payload = {**post_json(post), "fanout": {"fanned_out": post.fanned_out, "backlog": self.core.backlog(),
+                                                 "expected_lag_s": None if lag is None else round(lag, 3),
+                                                 "within_window": not late}}
+        headers = [(b"feed-backpressure", f"lag={lag:.3f}; window={self.window:g}".encode())] if late else []
+        return 201, payload, headers
+
+    async def _delete(self, scope: dict, body: bytes, post_id: str) -> tuple[int, Any]:
+        post = self.core.delete(post_id)
+        return 200, {**post_json(post), "deleted": True}
+
+    async def _read(self, scope: dict, body: bytes, user: str) -> tuple[int, Any]:
+        q = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        raw_limit = q.get("limit", ["20"])[-1]
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            raise InvalidRequest(f"limit must be an integer from 1 to 100; got {raw_limit[:20]!r}") from None
+        cursor = decode_cursor(q["cursor"][-1]) if q.get("cursor") and q["cursor"][-1] else None
+        items, nxt, how = self.core.read_view(user, limit, cursor)
+        return 200, {"items": [post_json(p) for p in items], "next_cursor": encode_cursor(nxt) if nxt else None,
+                     # not in the contract: what the harness's checks can use when a target tells them
+                     "backlog": self.core.backlog(), "inbox_size": how["inbox_size"], "degraded": how["degraded"],
+                     "sources": how["sources"]}
+
+    async def _graph(self, scope: dict, body: bytes) -> tuple[int, Any]:
+        self._require_admin(scope, "POST /admin/graph")
+        doc = json_object(body, ("follows",))
+        follows = doc["follows"]
+        if not isinstance(follows, list) or not all(isinstance(p, list) and len(p) == 2 for p in follows):
+            raise InvalidRequest("follows must be a list of [user_id, followee_id] pairs; "
+                                 f"got {str(follows)[:80]}")
+        pairs = [(p[0], p[1]) for p in follows]
+        added = await asyncio.get_running_loop().run_in_executor(self.pool, self.core.follow_many, pairs)
+        return 200, {"received": len(pairs), "added": added}
+
+    async def _openapi(self, scope: dict, body: bytes) -> tuple[int, Any]:
+        return 200, self._openapi_bytes
+
+    async def _health(self, scope: dict, body: bytes) -> tuple[int, Any]:
+        return 200, {"status": "ok", "policy": self.core.policy}
+
+    # -- the reference target's own ------------------------------------------------------------------
+
+    async def _stats(self, scope: dict, body: bytes) -> tuple[int, Any]:
+        c, s = self.core, self.core.stats
+        oldest = c.oldest_pending()
+        now = time.time()
+        return 200, {"now": now, "backlog": c.backlog(), "jobs": len(c.queue),
+                     "oldest_pending_age_s": None if oldest is None else now - oldest,
+                     "expected_lag_s": c.expected_lag(), "drain_rate": c.drain_rate, "rate": self.consumers.rate,
+                     "consumers": self.consumers.consumers, "threshold": c.threshold, "policy": c.policy,
+                     "inbox_cap": c.inbox_cap, "window": self.window, "shards": c.shards, "down": sorted(c.down),
+                     "posts": s.posts, "fanned_posts": s.fanned_posts, "inbox_writes": s.inbox_writes,
+                     "reads": s.reads, "degraded_reads": s.degraded_reads, "pulled_sources": s.pulled_sources,
+                     "users_following": len(c.following), "pull_authors": len(c.pull_authors)}
+
+    async def _admin_fanout(self, scope: dict, body: bytes) -> tuple[int, Any]:
+        self._require_admin(scope, "POST /_admin/fanout")
+        doc = json_object(body, ())
+        if "rate" in doc:
+            self.consumers.set_rate(doc["rate"])
+        if "threshold" in doc:
+            self.core.set_threshold(doc["threshold"])
+        if "shards_down" in doc:
+            down = doc["shards_down"]
+            if not isinstance(down, list) or not all(type(x) is int and 0 <= x < self.core.shards for x in down):
+                raise InvalidRequest(f"shards_down must be a list of shard numbers from 0 to {self.core.shards - 1}; "
+                                     f"got {down!r:.60}")
+            for shard in range(self.core.shards):
+                self.core.set_shard_down(shard, shard in down)
+        if "max_backlog" in doc:
+            cap = doc["max_backlog"]
+            if cap is not None and (type(cap) is not int or cap < 1):
+                raise InvalidRequest(f"max_backlog must be an integer >= 1 (or null: unbounded); got {cap!r:.60}")
+            self.core.max_backlog = cap
+        return await self._stats(scope, b"")

@@ -1,0 +1,47 @@
+"""Run the feed reference target for real: SQLite post store, wall clock, fan-out consumers, uvicorn."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from .app import FanoutConsumers, FeedApp
+from .core import FeedCore
+from .store import SqliteFeedStore
+
+
+def threshold_rule(window: float, capacity: float, steady: float) -> int:
+    """The seed's hybrid threshold (akis/karma.mjs): the writes one post may take from the spare
+    capacity within the G2 window, ``round(window x (capacity - steady))``."""
+    return int(window * (capacity - steady) + 0.5)
+
+
+def seed_threshold() -> int:
+    """The threshold at the seed's full scale, computed by the ported model (169,691)."""
+    from peakproof.models.feed import compute
+
+    return int(compute()["hybrid"]["threshold"])
+
+
+def build_app(db: str | Path, *, policy: str = "hybrid", threshold: int | None = None, inbox_cap: int = 400,
+              shards: int = 4, consumers: int = 4, rate: float | None = None, max_backlog: int | None = None,
+              admin_token: str | None = None, window: float = 60.0, durability: str = "normal") -> FeedApp:
+    store = SqliteFeedStore(db, durability=durability)
+    core = FeedCore(time.time, policy=policy, threshold=seed_threshold() if threshold is None else threshold,
+                    inbox_cap=inbox_cap, shards=shards, store=store, max_backlog=max_backlog)
+    t0 = time.monotonic()
+    loaded = core.restore()
+    if loaded:
+        print(f"peakproof: feed restored {loaded:,} posts and {sum(map(len, core.following.values())):,} follows "
+              f"from {db}; inboxes rebuilt in {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
+    pool = FanoutConsumers(core, consumers=consumers, rate=rate).start()
+    return FeedApp(core, pool, admin_token=admin_token, window=window)
+
+
+def serve(host: str, port: int, db: str | Path, **options: object) -> None:
+    import uvicorn
+
+    app = build_app(db, **options)  # type: ignore[arg-type]
+    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
+                access_log=False, log_level="warning", backlog=4096, timeout_keep_alive=30)
