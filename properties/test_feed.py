@@ -1,15 +1,22 @@
-"""Case F invariants against a pure-pull model (in progress: in-process only so far).
+"""Case F invariants against a pure-pull model, in process or against any URL.
 
 A state machine with a small inbox cap and a small fan-out threshold, so that inboxes
 overflow and authors cross the threshold both ways; Hypothesis chooses publishes, deletes,
 follows, unfollows, reads, page turns, partial fan-out and time. After every step the
 feed checks judge the whole history; ``feed_matches_pull_model`` compares every quiet
 read with the pull model.
+
+``pytest properties/test_feed.py --target-url http://127.0.0.1:8000/feed`` runs the same
+machine over HTTP: users are namespaced per example, fan-out is the target's (a
+"fan-out" step waits for the reference target's backlog to drain, when it reports one),
+and the reference target's threshold is set to 1 through its ``/_admin/fanout``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import uuid
 
 import pytest
 from hypothesis import strategies as st
@@ -24,9 +31,24 @@ CAP, THRESHOLD = 6, 1
 
 class FeedMachine(RuleBasedStateMachine):
     core_factory: Any = None  # a quality test plugs a broken core here
+    target_url: str = ""  # set: drive that URL instead of the in-process core
+    admin_token: str | None = None
+    users = USERS
 
     @initialize()
     def start(self) -> None:
+        if self.target_url:
+            from peakproof.cases.feed import HttpFeed
+
+            self.d = HttpFeed(self.target_url, admin_token=self.admin_token)  # type: ignore[assignment]
+            self.d.admin(threshold=THRESHOLD)  # the reference target's; another target keeps its own
+            run = uuid.uuid4().hex[:8]
+            self.names = {u: f"{run}-{u}" for u in USERS}
+            self.cap = 400
+            self.posts, self.pages = [], {}
+            return
+        self.names = {u: u for u in USERS}
+        self.cap = CAP
         core = None
         if self.core_factory is not None:
             from peakproof.clock import VirtualClock
@@ -43,24 +65,25 @@ class FeedMachine(RuleBasedStateMachine):
     @rule(user=st.sampled_from(USERS), followee=st.sampled_from(USERS))
     def follow(self, user: str, followee: str) -> None:
         if user != followee:
-            self.d.follow(user, followee)
+            self.d.follow(self.names[user], self.names[followee])
 
     @rule(author=st.sampled_from(USERS))
     def everyone_follows(self, author: str) -> None:
         # an author goes viral: past the threshold at once (so crossings are common)
         for user in USERS:
             if user != author:
-                self.d.follow(user, author)
+                self.d.follow(self.names[user], self.names[author])
 
     @rule(user=st.sampled_from(USERS), followee=st.sampled_from(USERS))
     def unfollow(self, user: str, followee: str) -> None:
-        self.d.unfollow(user, followee)
+        self.d.unfollow(self.names[user], self.names[followee])
 
     @rule(author=st.sampled_from(USERS), same_instant=st.booleans())
     def publish(self, author: str, same_instant: bool) -> None:
-        if not same_instant:
+        if not same_instant and not self.target_url:
             self.d.advance(1.0)
-        op = self.d.publish(author, f"post by {author}")
+        op = self.d.publish(self.names[author], f"post by {author}")
+        assert op.type == "ok", f"a valid publish must be accepted. Actual: {op!r}"
         self.posts.append(op.value["post_id"])
 
     @precondition(lambda self: bool(self.posts))
@@ -70,14 +93,14 @@ class FeedMachine(RuleBasedStateMachine):
 
     @rule(user=st.sampled_from(USERS), limit=st.integers(1, 5))
     def read_first_page(self, user: str, limit: int) -> None:
-        op = self.d.read(user, limit)
+        op = self.d.read(self.names[user], limit)
         self.pages[user] = (op.value or {}).get("next_cursor"), limit
 
     @rule(user=st.sampled_from(USERS))
     def read_next_page(self, user: str) -> None:
         cursor, limit = self.pages.get(user, (None, 3))
         if cursor:
-            op = self.d.read(user, limit, tuple(cursor))
+            op = self.d.read(self.names[user], limit, cursor if isinstance(cursor, str) else tuple(cursor))
             self.pages[user] = (op.value or {}).get("next_cursor"), limit
 
     @rule(writes=st.integers(1, 4))
@@ -92,15 +115,35 @@ class FeedMachine(RuleBasedStateMachine):
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):
             # G2 in virtual time is the fan-out's business, which Hypothesis controls here
-            assert_checks(r for r in check_feed(self.d.history, inbox_cap=CAP, window=float("inf")))
+            assert_checks(r for r in check_feed(self.d.history, inbox_cap=self.cap, window=float("inf")))
 
 
-def test_feeds_match_the_pull_model_and_keep_every_invariant() -> None:
+@pytest.fixture
+def in_process_only(request: pytest.FixtureRequest) -> None:
+    if request.config.getoption("--target-url"):
+        pytest.skip("in-process machine; with --target-url the over-HTTP test runs instead")
+
+
+def test_feeds_match_the_pull_model_and_keep_every_invariant(in_process_only: None) -> None:
     run_state_machine_as_test(FeedMachine)
 
 
+def test_a_served_feed_matches_the_pull_model_over_http(request: pytest.FixtureRequest) -> None:
+    from hypothesis import settings
+
+    url = request.config.getoption("--target-url")
+    if not url or "/feed" not in url:
+        pytest.skip("needs --target-url .../feed (e.g. peakproof serve feed, then http://127.0.0.1:8000/feed)")
+
+    class Machine(FeedMachine):
+        target_url, admin_token = url, request.config.getoption("--admin-token")
+
+    run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=min(
+        settings.default.max_examples, 25)))
+
+
 @pytest.mark.parametrize("policy", ["push", "pull"])
-def test_the_pure_policies_keep_the_same_invariants(policy: str) -> None:
+def test_the_pure_policies_keep_the_same_invariants(policy: str, in_process_only: None) -> None:
     from targets.feed import FeedCore
 
     class Machine(FeedMachine):

@@ -1,18 +1,23 @@
-"""Case F, news feed: the in-process driver (virtual time, fan-out progress under control).
+"""Case F, news feed: the drivers (in process, in virtual time; over HTTP, any URL).
 
-Work in progress for issue 6: the HTTP driver, the served target and the load scenario
-are not built yet. The checks live in :mod:`peakproof.cases.feed_checks`.
+Both record the same operations (follow, unfollow, publish, delete, read) into a
+history the checks in :mod:`peakproof.cases.feed_checks` judge. In process, fan-out
+progresses only when told (``fanout``); over HTTP it is the target's business, and
+``fanout`` waits for the reference target's backlog to drain when it reports one.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
+from urllib.parse import quote
 
 from ..clock import VirtualClock
+from ..errors import TargetError
 from ..history import FAIL, INFO, OK, History, Op
 from .feed_checks import FEED_CHECKS, FeedAnalysis, check_feed
 
-__all__ = ["InProcessFeed", "FEED_CHECKS", "FeedAnalysis", "check_feed"]
+__all__ = ["InProcessFeed", "HttpFeed", "FEED_CHECKS", "FeedAnalysis", "check_feed"]
 
 
 class InProcessFeed:
@@ -66,3 +71,136 @@ class InProcessFeed:
 
 def post_json(p: Any) -> dict[str, Any]:
     return {"post_id": p.post_id, "author_id": p.author_id, "text": p.text, "created_at": p.created_at}
+
+
+class HttpFeed:
+    """Drives any server that implements the feed contract (``targets/feed/openapi.json``)."""
+
+    def __init__(self, base_url: str, *, session: Any = None, timeout: float = 5.0, history: History | None = None,
+                 transport: Any = None, admin_token: str | None = None) -> None:
+        from ..http import RequestsTransport
+
+        self.base = base_url.rstrip("/")
+        self.transport = transport or RequestsTransport(session, timeout)
+        self.history = history if history is not None else History(time.time)
+        self.admin_token = admin_token
+
+    def _call(self, f: str, args: dict[str, Any], method: str, path: str, body: Any, process: Any,
+              parse: Callable[[Any], Any], name: str, intended_time: float | None = None,
+              headers: dict[str, str] | None = None) -> Op:
+        from ..http import call
+
+        return call(self.history, self.transport, f, args, method, self.base + path, body, process, parse,
+                    intended_time=intended_time, name=name, headers=headers)
+
+    def follow(self, user: str, followee: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return self._call("follow", {"user_id": user, "followee_id": followee}, "PUT",
+                          f"/users/{quote(user, safe='')}/following/{quote(followee, safe='')}", None, process,
+                          _object, "PUT follow", intended_time)
+
+    def unfollow(self, user: str, followee: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return self._call("unfollow", {"user_id": user, "followee_id": followee}, "DELETE",
+                          f"/users/{quote(user, safe='')}/following/{quote(followee, safe='')}", None, process,
+                          _object, "DELETE follow", intended_time)
+
+    def publish(self, author: str, text: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return self._call("publish", {"author_id": author, "text": text}, "POST", "/posts",
+                          {"author_id": author, "text": text}, process, _post, "POST post", intended_time)
+
+    def delete(self, post_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
+        return self._call("delete", {"post_id": post_id}, "DELETE", f"/posts/{quote(post_id, safe='')}", None,
+                          process, _object, "DELETE post", intended_time)
+
+    def read(self, user: str, limit: int = 20, cursor: Any = None, *, process: Any = 0,
+             intended_time: float | None = None, name: str | None = None) -> Op:
+        query = f"?limit={limit}" + (f"&cursor={quote(str(cursor), safe='')}" if cursor is not None else "")
+        return self._call("read", {"user_id": user, "limit": limit, "cursor": cursor}, "GET",
+                          f"/users/{quote(user, safe='')}/feed{query}", None, process, _page,
+                          name or ("GET feed (first page)" if cursor is None else "GET feed (next page)"),
+                          intended_time)
+
+    def add_follows(self, pairs: list[tuple[str, str]], *, chunk: int = 200_000, process: Any = "graph") -> int:
+        """Bulk follows through ``POST /admin/graph``, recorded as one ``follow_many`` op; returns those added.
+
+        A failure raises :class:`TargetError` (a load test cannot go on without its graph).
+        """
+        import requests
+
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        op = self.history.invoke(process, "follow_many", {"pairs": pairs})
+        added = 0
+        for start in range(0, len(pairs), chunk):
+            part = [list(p) for p in pairs[start:start + chunk]]
+            try:
+                resp = requests.post(f"{self.base}/admin/graph", json={"follows": part}, headers=headers, timeout=300)
+                doc = resp.json() if resp.status_code == 200 else None
+            except (requests.RequestException, ValueError) as e:
+                self.history.complete(op, INFO, "error", str(e)[:300])
+                raise TargetError(f"POST {self.base}/admin/graph failed: {e}") from None
+            if not isinstance(doc, dict):
+                self.history.complete(op, INFO, f"http_{resp.status_code}", resp.text[:300])
+                raise TargetError(f"POST {self.base}/admin/graph answered {resp.status_code}: {resp.text[:300]} "
+                                  f"(expected 200 with {{'added': n}}; an admin token goes in --admin-token)")
+            added += int(doc.get("added", 0))
+        self.history.complete(op, OK, {"added": added})
+        return added
+
+    def stats(self) -> dict[str, Any] | None:
+        """The reference target's ``/_stats`` (None from a target without it)."""
+        import requests
+
+        try:
+            resp = requests.get(f"{self.base}/_stats", timeout=5)
+            doc = resp.json() if resp.status_code == 200 else None
+        except (requests.RequestException, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and "backlog" in doc else None
+
+    def admin(self, **settings: Any) -> dict[str, Any] | None:
+        """Reference target only: ``POST /_admin/fanout`` (rate, threshold, shards_down, max_backlog)."""
+        import requests
+
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        try:
+            resp = requests.post(f"{self.base}/_admin/fanout", json=settings, headers=headers, timeout=10)
+        except requests.RequestException:
+            return None
+        return resp.json() if resp.status_code == 200 else None
+
+    def fanout(self, max_writes: int | None = None, timeout: float = 5.0) -> int:
+        """Over HTTP fan-out is the target's: wait (bounded) until it reports an empty backlog."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.stats()
+            if st is None or st.get("backlog") == 0:
+                return 0
+            time.sleep(0.01)
+        return 0
+
+    def advance(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def _object(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _post(doc: Any) -> dict[str, Any]:
+    doc = _object(doc)
+    for k in ("post_id", "author_id", "created_at"):
+        if k not in doc:
+            raise KeyError(f"the post has no {k!r}")
+    if not isinstance(doc["created_at"], (int, float)) or isinstance(doc["created_at"], bool):
+        raise TypeError(f"created_at must be a number (s since the epoch); got {doc['created_at']!r:.40}")
+    return doc
+
+
+def _page(doc: Any) -> dict[str, Any]:
+    doc = _object(doc)
+    if not isinstance(doc.get("items"), list) or "next_cursor" not in doc:
+        raise KeyError("a feed page must have 'items' (a list) and 'next_cursor'")
+    for item in doc["items"]:
+        _post(item)
+    return doc

@@ -13,6 +13,8 @@ overlap a read make it uncertain, so model comparisons use only reads no write o
 
 from __future__ import annotations
 
+import bisect
+import json
 from typing import Any, Iterable
 
 from ..checks import CheckResult, Violations
@@ -25,69 +27,142 @@ def _key(item: dict[str, Any]) -> tuple[float, str]:
     return (float(item["created_at"]), str(item["post_id"]))
 
 
+def _cursor_id(cursor: Any) -> str:
+    """Cursors are opaque over HTTP (strings) and [created_at, post_id] in process: compare them as JSON."""
+    return json.dumps(cursor, sort_keys=True)
+
+
 class FeedAnalysis:
+    """Indexes a history once so every check is cheap per read (load runs record thousands).
+
+    ``follow_many`` ops (args ``pairs``: the bulk graph a load test builds) count as one
+    follow per pair.
+    """
+
     def __init__(self, history: History | Iterable[Op], inbox_cap: int = 400, window: float = 60.0) -> None:
         self.ops = sorted(history.ops if isinstance(history, History) else list(history), key=lambda o: o.invoke_seq)
         self.inbox_cap, self.window = inbox_cap, window
         self.reads = [op for op in self.ops if op.f == "read" and op.type == OK]
-        self.writes = [op for op in self.ops if op.f in WRITES and op.type != "fail"]
-        # replay the writes in completion order to know the state each quiet read saw
-        self.states: dict[int, dict[str, Any]] = {}
-        posts: dict[str, dict[str, Any]] = {}
-        published_at: dict[str, float] = {}
-        deleted: set[str] = set()
+        self.writes = [op for op in self.ops if op.f in WRITES + ("follow_many",) and op.type != "fail"]
+        inf = float("inf")
+        # quiet reads: the largest completion among writes invoked before each point (info/pending: never done)
+        by_invoke = sorted(self.writes, key=lambda w: w.invoke_seq)
+        self._w_invoke = [w.invoke_seq for w in by_invoke]
+        self._w_maxdone, top = [], -1.0
+        for w in by_invoke:
+            top = max(top, inf if w.type != OK else w.complete_seq)
+            self._w_maxdone.append(top)
+        ok_writes = [w for w in self.writes if w.type == OK]
+        # posts: who, when published (completion), when deleted (the first delete that completed ok)
+        self.posts: dict[str, dict[str, Any]] = {}
+        self.published_at: dict[str, float] = {}
+        self._published_seq: dict[str, int] = {}
+        self._deleted_seq: dict[str, int] = {}
+        for w in ok_writes:
+            if w.f == "publish" and isinstance(w.value, dict) and "post_id" in w.value:
+                pid = str(w.value["post_id"])
+                self.posts[pid], self.published_at[pid], self._published_seq[pid] = w.value, w.complete_time, w.complete_seq
+            elif w.f == "delete":
+                pid = str(w.args["post_id"])
+                self._deleted_seq[pid] = min(self._deleted_seq.get(pid, w.complete_seq), w.complete_seq)
+        self._newest_first = sorted(self.posts, key=lambda pid: _key(self.posts[pid]), reverse=True)
+        # follow / unfollow events per (user, followee), only for pairs that were ever unfollowed
+        unfollowed_pairs = {(w.args["user_id"], w.args["followee_id"]) for w in self.writes if w.f == "unfollow"}
+        self._pair_events: dict[tuple[str, str], list[tuple[int, str, bool]]] = {}
+        for w in self.writes:
+            for pair in _pairs(w):
+                if pair in unfollowed_pairs:
+                    certain = w.type == OK
+                    self._pair_events.setdefault(pair, []).append((w.invoke_seq, w.f, certain, w.complete_seq))  # type: ignore[arg-type]
+        # each read's user's followees at its invocation (writes applied in completion order)
+        self._following: dict[int, tuple[set[str], set[str]]] = {}
         following: dict[str, set[str]] = {}
         ever: dict[str, set[str]] = {}
-        events = sorted([(op.complete_seq, 1, op) for op in self.writes if op.type == OK]
+        events = sorted([(w.complete_seq, 1, w) for w in ok_writes if w.f in ("follow", "unfollow", "follow_many")]
                         + [(op.invoke_seq, 0, op) for op in self.reads], key=lambda e: e[0])
         for _, kind, op in events:
             if kind == 1:
-                a = op.args
-                if op.f == "follow":
-                    following.setdefault(a["user_id"], set()).add(a["followee_id"])
-                    ever.setdefault(a["user_id"], set()).add(a["followee_id"])
-                elif op.f == "unfollow":
-                    following.setdefault(a["user_id"], set()).discard(a["followee_id"])
-                elif op.f == "publish":
-                    posts[op.value["post_id"]] = op.value
-                    published_at[op.value["post_id"]] = op.complete_time
-                elif op.f == "delete":
-                    deleted.add(a["post_id"])
+                if op.f == "unfollow":
+                    following.setdefault(op.args["user_id"], set()).discard(op.args["followee_id"])
+                else:
+                    for user, followee in _pairs(op):
+                        following.setdefault(user, set()).add(followee)
+                        ever.setdefault(user, set()).add(followee)
             else:
                 user = op.args["user_id"]
-                self.states[id(op)] = {"following": set(following.get(user, ())), "ever": set(ever.get(user, ())),
-                                       "deleted": set(deleted), "published": set(posts)}
-        self.posts, self.published_at = posts, published_at
-        self.deleted_before: dict[int, set[str]] = {}
-        self.unfollowed_before: dict[int, set[str]] = {}
+                self._following[id(op)] = (set(following.get(user, ())), set(ever.get(user, ())))
+        # an opaque cursor means "after the last item of the page that returned it"
+        self.cursor_edge: dict[tuple[str, str], tuple[float, str]] = {}
         for op in self.reads:
-            self.deleted_before[id(op)] = {w.args["post_id"] for w in self.writes
-                                           if w.f == "delete" and w.type == OK and w.complete_seq < op.invoke_seq}
-            user, last = op.args["user_id"], {}
-            for w in self.writes:
-                if w.f in ("follow", "unfollow") and w.args["user_id"] == user and w.invoke_seq < op.complete_seq:
-                    certain = w.type == OK and w.complete_seq < op.invoke_seq
-                    last[w.args["followee_id"]] = (w.f, certain)
-            self.unfollowed_before[id(op)] = {a for a, (f, certain) in last.items() if f == "unfollow" and certain}
+            nxt, items = op.value.get("next_cursor"), _items(op)
+            if nxt is not None and items:
+                self.cursor_edge[(op.args["user_id"], _cursor_id(nxt))] = _key(items[-1])
 
     def quiet(self, op: Op) -> bool:
         """No write overlapped this read."""
-        return not any(w.invoke_seq < op.complete_seq and (w.complete_seq > op.invoke_seq or w.type == "info")
-                       for w in self.writes)
+        i = bisect.bisect_left(self._w_invoke, op.complete_seq)
+        return i == 0 or self._w_maxdone[i - 1] < op.invoke_seq
 
-    def model(self, op: Op) -> tuple[list[tuple[float, str]], int]:
-        """(live model keys after the read's cursor, newest first; how many of them the cap guarantees)."""
-        st = self.states[id(op)]
+    def deleted_before(self, op: Op, post_id: str) -> bool:
+        """The post's delete returned before this read was invoked."""
+        return self._deleted_seq.get(post_id, op.invoke_seq) < op.invoke_seq
+
+    def unfollowed_before(self, op: Op, author: str) -> bool:
+        """The last follow/unfollow of ``author`` by this read's user that may have taken effect is an
+        unfollow that certainly returned before the read."""
+        last = None
+        for invoke_seq, f, certain, complete_seq in self._pair_events.get((op.args["user_id"], author), ()):
+            if invoke_seq < op.complete_seq:
+                last = (f, certain and complete_seq < op.invoke_seq)
+        return last is not None and last[0] == "unfollow" and last[1]
+
+    def bound(self, op: Op) -> tuple[float, str] | None:
+        """The key a read's page must stay below (None: a cursor no recorded page returned)."""
         cursor = op.args.get("cursor")
-        bound = (float(cursor[0]), str(cursor[1])) if cursor else (float("inf"), "")
-        seen = [self.posts[pid] for pid in st["published"]]
-        every = sorted((_key(p) for p in seen if p["author_id"] in st["ever"]), reverse=True)
-        cap_edge = every[self.inbox_cap - 1] if len(every) >= self.inbox_cap else (float("-inf"), "")
-        live = [k for k in sorted((_key(p) for p in seen
-                                   if p["author_id"] in st["following"] and p["post_id"] not in st["deleted"]),
-                                  reverse=True) if k < bound]
+        if cursor is None:
+            return (float("inf"), "")
+        if isinstance(cursor, (list, tuple)) and len(cursor) == 2:
+            return (float(cursor[0]), str(cursor[1]))
+        return self.cursor_edge.get((op.args["user_id"], _cursor_id(cursor)))
+
+    def model(self, op: Op, upto: tuple[float, str] | None = None) -> tuple[list[tuple[float, str]], int] | None:
+        """(live model keys after the read's cursor, newest first, down to ``upto`` and at least the
+        page's limit + 1 of them; how many of those the inbox cap guarantees), or None when the
+        cursor's position is unknown."""
+        bound = self.bound(op)
+        if bound is None:
+            return None
+        following, ever = self._following[id(op)]
+        s = op.invoke_seq
+        need = int(op.args.get("limit") or 20) + 1
+        live: list[tuple[float, str]] = []
+        every = 0
+        cap_edge = (float("-inf"), "")
+        for pid in self._newest_first:
+            if self._published_seq[pid] >= s:
+                continue  # not yet published when the read began
+            post = self.posts[pid]
+            author = post["author_id"]
+            if author not in ever:
+                continue
+            key = _key(post)
+            every += 1
+            if every == self.inbox_cap:
+                cap_edge = key
+            if author in following and key < bound and not self._deleted_seq.get(pid, s) < s:
+                live.append(key)
+            if every >= self.inbox_cap and len(live) >= need and (upto is None or live[-1] < upto):
+                break
         guaranteed = sum(1 for k in live if k >= cap_edge)
         return live, guaranteed
+
+
+def _pairs(op: Op) -> list[tuple[str, str]]:
+    if op.f == "follow_many":
+        return [(str(u), str(f)) for u, f in op.args.get("pairs", ())]
+    if op.f in ("follow", "unfollow"):
+        return [(op.args["user_id"], op.args["followee_id"])]
+    return []
 
 
 def _items(op: Op) -> list[dict[str, Any]]:
@@ -119,9 +194,8 @@ def no_duplicate_items(a: FeedAnalysis) -> CheckResult:
 def deleted_posts_never_shown(a: FeedAnalysis) -> CheckResult:
     v = Violations()
     for op in a.reads:
-        gone = a.deleted_before[id(op)]
         for item in _items(op):
-            if item["post_id"] in gone:
+            if a.deleted_before(op, str(item["post_id"])):
                 v.add(f"{op.args['user_id']!r}'s feed shows post {item['post_id']} after its delete returned", op)
                 break
     return v.result("deleted_posts_never_shown", {"reads": len(a.reads)})
@@ -130,9 +204,8 @@ def deleted_posts_never_shown(a: FeedAnalysis) -> CheckResult:
 def unfollowed_authors_never_shown(a: FeedAnalysis) -> CheckResult:
     v = Violations()
     for op in a.reads:
-        gone = a.unfollowed_before[id(op)]
         for item in _items(op):
-            if item["author_id"] in gone:
+            if a.unfollowed_before(op, str(item["author_id"])):
                 v.add(f"{op.args['user_id']!r}'s feed shows {item['author_id']!r}'s post {item['post_id']} after the "
                       f"unfollow returned", op)
                 break
@@ -145,11 +218,12 @@ def feed_matches_pull_model(a: FeedAnalysis) -> CheckResult:
     v = Violations()
     judged = 0
     for op in a.reads:
-        if not a.quiet(op):
+        got = [_key(i) for i in _items(op)]
+        model = a.model(op, upto=min(got) if got else None) if a.quiet(op) else None
+        if model is None:
             continue
         judged += 1
-        live, guaranteed = a.model(op)
-        got = [_key(i) for i in _items(op)]
+        live, guaranteed = model
         limit = int(op.args.get("limit") or 20)
         settled = op.value.get("backlog") == 0
         if settled and got != live[: len(got)]:
@@ -178,12 +252,12 @@ def pages_do_not_skip_or_repeat(a: FeedAnalysis) -> CheckResult:
     """Following next_cursor never shows a post twice and never goes back in time."""
     v = Violations()
     chains = 0
-    last_page: dict[tuple[str, tuple[float, str]], Op] = {}
+    last_page: dict[tuple[str, str], Op] = {}
     for op in a.reads:
         nxt = op.value.get("next_cursor")
         cursor = op.args.get("cursor")
         if cursor is not None:
-            prev = last_page.get((op.args["user_id"], (float(cursor[0]), str(cursor[1]))))
+            prev = last_page.get((op.args["user_id"], _cursor_id(cursor)))
             if prev is not None:
                 chains += 1
                 before = {i["post_id"] for i in _items(prev)}
@@ -194,7 +268,7 @@ def pages_do_not_skip_or_repeat(a: FeedAnalysis) -> CheckResult:
                               f"post {item['post_id']}", prev, op)
                         break
         if nxt:
-            last_page[(op.args["user_id"], (float(nxt[0]), str(nxt[1])))] = op
+            last_page[(op.args["user_id"], _cursor_id(nxt))] = op
     return v.result("pages_do_not_skip_or_repeat", {"page_chains": chains})
 
 
@@ -218,7 +292,7 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
     for op in a.reads:
         if op.args.get("cursor"):
             continue
-        live, _ = a.model(op)
+        live, _ = a.model(op)  # type: ignore[misc]  # a first page always has a model
         limit = int(op.args.get("limit") or 20)
         got = [_key(i) for i in _items(op)]
         shown = set(got)
