@@ -94,7 +94,7 @@ class NotificationsPeak(Scenario):
 
     def finish(self, history: History) -> None:
         """Wait for every cascade to end (3 rounds), then read every notification once."""
-        history.ops.extend(getattr(self, "setup_history", History(time.time)).ops)
+        history.prepend(getattr(self, "setup_history", History(time.time)).ops)
         ids = [op.value["notification_id"] for op in history.ops if op.f == "notify" and op.type == OK]
         d = self._driver(history)
         deadline = time.time() + 3 * self.backoff + 30

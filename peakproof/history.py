@@ -77,6 +77,22 @@ class History:
         self.ops.append(op)
         return op
 
+    def prepend(self, earlier: Iterable[Op]) -> None:
+        """Put another history's ops, all done before this one began (a scenario's setup), in front.
+
+        Their sequence numbers come from another counter: they are shifted below every
+        number of this history, keeping their own order.
+        """
+        ops = [op for op in earlier]
+        if not ops:
+            return
+        top = max(max(op.invoke_seq, op.complete_seq) for op in ops) + 1
+        for op in ops:
+            op.invoke_seq -= top
+            if op.complete_seq >= 0:
+                op.complete_seq -= top
+        self.ops[:0] = ops
+
     def complete(self, op: Op, type_: str, value: Any = None, error: str | None = None) -> Op:
         op.complete_time = self.clock()
         op.complete_seq = next(self._seq)

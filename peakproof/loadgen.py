@@ -142,11 +142,14 @@ def _options(parser: Any) -> None:
     g.add_argument("--save-history", env_var="PEAKPROOF_SAVE_HISTORY", action="store_true",
                    help="also write the merged history (one JSON op a line) beside the report")
     g.add_argument("--duration", env_var="PEAKPROOF_DURATION", type=float, default=None,
-                   help="length of constant-rate scenarios, s (tickets-sold-out: 10; notifications: 60)")
+                   help="length of constant-rate scenarios, s (tickets-sold-out: 10; notifications: 60; feed: 30)")
     g.add_argument("--provider-url", env_var="PEAKPROOF_PROVIDER_URL", default=None,
                    help="notifications: the providers' base URL (their record is the ground truth)")
     g.add_argument("--backoff", env_var="PEAKPROOF_BACKOFF", type=float, default=None,
                    help="notifications: the target's s between rounds (default 30 / --time-scale)")
+    g.add_argument("--consumer-share", env_var="PEAKPROOF_CONSUMER_SHARE", type=float, default=None,
+                   help="feed-slow-consumer: the consumers' rate as a share of the write work (default the seed's "
+                        "1,000 of 1,247.71 writes/s)")
     g.add_argument("--max-run-seconds", env_var="PEAKPROOF_MAX_RUN_SECONDS", type=float, default=900.0,
                    help="hard bound on the run, whatever the scenario says")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .checks import CheckResult
 from .errors import UsageError
@@ -21,6 +21,16 @@ from .history import Op
 
 _SLO = re.compile(r"^\s*(?P<op>[\w.-]+):(?P<stat>p\d+(?:\.\d+)?|mean|max)\s*<=\s*(?P<num>\d+(?:\.\d+)?)"
                   r"\s*(?P<unit>ms|s)?\s*(?:@(?P<basis>intended|send))?\s*$")
+
+
+# Derived operation names a case may define (e.g. the feed's ``first_page``: a read without a
+# cursor), so an SLO can name a kind of request narrower than an op's ``f``.
+OP_KINDS: dict[str, Callable[[Op], bool]] = {}
+
+
+def op_kind(name: str, predicate: Callable[[Op], bool]) -> None:
+    """Let ``--slo NAME:...`` judge the operations ``predicate`` accepts."""
+    OP_KINDS[name] = predicate
 
 
 @dataclass(frozen=True)
@@ -38,8 +48,9 @@ class Threshold:
         return f"{self.op}:{self.stat}<={self.limit * 1000:g}ms@{self.basis}"
 
     def judge(self, ops: Iterable[Op]) -> CheckResult:
+        kind = OP_KINDS.get(self.op)
         lat = sorted(op.latency_from_intended if self.basis == "intended" else op.latency
-                     for op in ops if op.f == self.op and op.done)
+                     for op in ops if (kind(op) if kind else op.f == self.op) and op.done)
         if not lat:
             return CheckResult(self.name, "unknown", {"samples": 0, "limit_ms": self.limit * 1000},
                                note=f"no completed {self.op} operations to judge")

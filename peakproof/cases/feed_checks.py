@@ -19,8 +19,12 @@ from typing import Any, Iterable
 
 from ..checks import CheckResult, Violations
 from ..history import OK, History, Op
+from ..slo import op_kind
 
 WRITES = ("follow", "unfollow", "publish", "delete")
+
+# G1 is about the first page: ``--slo first_page:p99<=200ms`` judges reads without a cursor
+op_kind("first_page", lambda op: op.f == "read" and op.args.get("cursor") is None)
 
 
 def _key(item: dict[str, Any]) -> tuple[float, str]:
@@ -157,9 +161,9 @@ class FeedAnalysis:
         return live, guaranteed
 
 
-def _pairs(op: Op) -> list[tuple[str, str]]:
+def _pairs(op: Op) -> Any:
     if op.f == "follow_many":
-        return [(str(u), str(f)) for u, f in op.args.get("pairs", ())]
+        return op.args.get("pairs", ())  # (user, followee) pairs, as recorded
     if op.f in ("follow", "unfollow"):
         return [(op.args["user_id"], op.args["followee_id"])]
     return []
@@ -311,6 +315,7 @@ FEED_CHECKS = (feed_is_newest_first, deleted_posts_never_shown, unfollowed_autho
                pages_do_not_skip_or_repeat, feed_matches_pull_model, inbox_capped, posts_visible_within_window)
 
 
-def check_feed(history: History | Iterable[Op], inbox_cap: int = 400, window: float = 60.0) -> list[CheckResult]:
-    a = FeedAnalysis(history, inbox_cap, window)
+def check_feed(history: "History | Iterable[Op] | FeedAnalysis", inbox_cap: int = 400,
+               window: float = 60.0) -> list[CheckResult]:
+    a = history if isinstance(history, FeedAnalysis) else FeedAnalysis(history, inbox_cap, window)
     return [c(a) for c in FEED_CHECKS]

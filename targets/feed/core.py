@@ -153,15 +153,23 @@ class FeedCore:
             if user == followee:
                 raise InvalidRequest(f"a user cannot follow themselves (user {user!r})")
         with self._mutex:
-            new = [(u, f) for u, f in dict.fromkeys(pairs) if f not in self.following.get(u, ())]
+            following, empty = self.following, frozenset()
+            new = [(u, f) for u, f in dict.fromkeys(pairs) if f not in following.get(u, empty)]
             if self.store is not None and new:
                 self.store.save_follows(new)
             for user, followee in new:
-                self.following.setdefault(user, set()).add(followee)
-                self.followers.setdefault(followee, set()).add(user)
+                mine = following.get(user)
+                if mine is None:
+                    mine = following[user] = set()
+                mine.add(followee)
+                fans = self.followers.get(followee)
+                if fans is None:
+                    fans = self.followers[followee] = set()
+                fans.add(user)
                 # backfill: the followee's fanned-out posts were never written to this inbox
-                if self.threshold >= 0:
-                    for key in self.by_author.get(followee, [])[-self.inbox_cap:]:
+                keys = self.by_author.get(followee)
+                if keys and self.threshold >= 0:
+                    for key in keys[-self.inbox_cap:]:
                         if self.posts[key[1]].fanned_out and key[1] not in self.deleted:
                             self._write(user, key)
             return len(new)
