@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
                                    "and an HTML report")
-    r.add_argument("case", nargs="?", default="tickets", choices=["tickets", "notifications"])
+    r.add_argument("case", nargs="?", default="tickets", choices=["tickets", "notifications", "feed"])
     r.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
                    help="base URL of the case's API (e.g. http://127.0.0.1:8000/tickets); default: start the "
                         "reference target on 127.0.0.1")
@@ -86,16 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "pessimistic | optimistic | none; notifications: cascade | single | parallel)")
     r.add_argument("--scale", type=_positive(float), default=None,
                    help="the load's rate as a share of the seed's peak (tickets default 0.15: 3,000 req/s on a "
-                        "750 quota; notifications default 0.2: 347 notifications/s), what this 2-core machine "
+                        "750 quota; notifications default 0.2: 347 notifications/s; feed default 0.01: 10,000 users "
+                        "on the seed's Pareto graph), what this 2-core machine "
                         "sustains with generator and targets sharing it")
     r.add_argument("--duration", type=_positive(float), default=30.0,
-                   help="notifications: seconds of peak arrivals (the seed's peak minute is 60)")
+                   help="notifications, feed: seconds of peak arrivals (the seed's peak minute is 60)")
     r.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
                    help="notifications: the providers' base URL (default: start the simulator)")
     r.add_argument("--faults", action="store_true",
-                   help="notifications: also run push down, ack lost and reminder flood")
-    r.add_argument("--time-scale", type=_positive(float), default=24.0,
-                   help="divide the 120 s hold window by this (24: a 5 s window)")
+                   help="also run the fault scenarios (notifications: push down, ack lost, reminder flood; feed: "
+                        "slowed fan-out consumer, inbox shard down)")
+    r.add_argument("--time-scale", type=_positive(float), default=None,
+                   help="compress the case's time by this: tickets and notifications (default 24) divide the 120 s "
+                        "hold window and the 30 s backoff; feed (default 20) multiplies the rates and divides the "
+                        "60 s G2 window (the seed's threshold and backlog arithmetic keep)")
     r.add_argument("--report-dir", default="reports")
     r.add_argument("--skip-properties", action="store_true", help="only the load scenario and the in-process opening")
     _add_models_parser(sub)
@@ -211,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         from .runner import run
 
         if args.scale is None:
-            args.scale = {"tickets": 0.15, "notifications": 0.2}[args.case]
+            args.scale = {"tickets": 0.15, "notifications": 0.2, "feed": 0.01}[args.case]
+        if args.time_scale is None:
+            args.time_scale = {"tickets": 24.0, "notifications": 24.0, "feed": 20.0}[args.case]
         return run(args)
     except PeakproofError as e:
         print(f"peakproof: {e}", file=sys.stderr)

@@ -174,11 +174,11 @@ def _kv_table(d: dict[str, Any]) -> str:
                                for k, v in d.items()) + "</table>"
 
 
-def svg_chart(chart: Chart, width: int = 860, height: int = 260) -> str:
+def svg_chart(chart: Chart, width: int = 980, height: int = 260) -> str:
     pts = [p for s in chart.series.values() for p in s]
     if not pts:
         return "<p class='note'>no data</p>"
-    left, right, top, bottom = 64, 150, 12, 34
+    left, right, top, bottom = 64, 270, 12, 34  # room for legends like "p99 follows more than 51 above"
     x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
     y0, y1 = min(0.0, min(p[1] for p in pts)), max(p[1] for p in pts)  # negative counts are findings: show them
     x1 = x1 if x1 > x0 else x0 + 1

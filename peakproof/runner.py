@@ -1,9 +1,10 @@
 """``peakproof run``: the main job, end to end, with a one-screen verdict.
 
 Against the embedded reference target (started on 127.0.0.1) unless ``--target-url`` is
-given: the case's Hypothesis properties (ci profile), a concurrent HTTP burst around
-sell-out judged by the case's checks, and (reference target only) the seed-scale opening
-replayed in process. Exit 0 only when every part holds.
+given: the case's Hypothesis properties (ci profile; tickets and feed over HTTP), the
+case's open-model load scenario through Locust (and its fault scenarios with
+``--faults``), and for tickets (reference target only) the seed-scale opening replayed in
+process. Exit 0 only when every part holds.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
             providers = stack.enter_context(ServedTarget("providers"))
             args.provider_url = providers.base
             print(f"peakproof: started the provider simulator at {providers.base}", flush=True)
-        if not url:
+        if not url and args.case == "feed":
+            # each part gets a fresh reference target: a load run builds a 1.5-million-follow graph
+            served = stack.enter_context(ServedTarget("feed", policy=args.policy or DEFAULT_POLICY["feed"]))
+            url = served.url
+            print(f"peakproof: started the reference feed target for the properties at {url}", flush=True)
+        elif not url:
             options: dict[str, object] = {"policy": args.policy or DEFAULT_POLICY[args.case]}
             if args.case == "notifications":  # the seed's 30 s rounds, shrunk like the scenario's
                 options.update(provider_url=args.provider_url, backoff=30.0 / args.time_scale,
@@ -54,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.skip_properties:
             props = find_properties(args.case)
             cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x"]
-            if args.case == "tickets":  # the notification machine decides provider answers: in-process
+            if args.case in ("tickets", "feed"):  # the notification machine decides provider answers: in-process
                 cmd += ["--target-url", url]
             if args.admin_token:
                 cmd += ["--admin-token", args.admin_token]
@@ -69,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
             parts.append(("properties (Hypothesis, ci profile)", ok, f"{tail} in {time.monotonic() - t0:.1f} s", []))
 
         for scenario in SCENARIOS[args.case] + (FAULTS.get(args.case, []) if args.faults else []):
-            parts.append(_load_scenario(args, url, scenario))
+            if args.case == "feed" and not args.target_url:
+                with ServedTarget("feed", policy=args.policy or DEFAULT_POLICY["feed"]) as fresh:
+                    print(f"peakproof: started a fresh reference feed target at {fresh.url}", flush=True)
+                    parts.append(_load_scenario(args, fresh.url, scenario))
+            else:
+                parts.append(_load_scenario(args, url, scenario))
 
     if not args.target_url and args.case == "tickets":
         t0 = time.monotonic()
@@ -97,9 +108,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if verdict else 1
 
 
-DEFAULT_POLICY = {"tickets": "pessimistic", "notifications": "cascade"}
-SCENARIOS = {"tickets": ["tickets-opening"], "notifications": ["notifications-peak"]}
-FAULTS = {"notifications": ["notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"]}
+DEFAULT_POLICY = {"tickets": "pessimistic", "notifications": "cascade", "feed": "hybrid"}
+SCENARIOS = {"tickets": ["tickets-opening"], "notifications": ["notifications-peak"], "feed": ["feed-peak"]}
+FAULTS = {"notifications": ["notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"],
+          "feed": ["feed-slow-consumer", "feed-shard-down"]}
 
 
 def _load_scenario(args: argparse.Namespace, url: str, scenario: str) -> tuple[str, bool, str, list[CheckResult]]:
@@ -121,6 +133,8 @@ def _load_scenario(args: argparse.Namespace, url: str, scenario: str) -> tuple[s
             args.scale / 2 if scenario in FAULTS["notifications"] else args.scale)
         cmd[cmd.index("--scale") + 1] = str(scale)
         cmd += ["--provider-url", args.provider_url, "--duration", str(args.duration)]
+    if args.case == "feed":
+        cmd += ["--duration", str(args.duration)]
     print(f"peakproof: load: {scenario} at scale {args.scale:g} (time scale {args.time_scale:g}) through Locust",
           flush=True)
     t0 = time.time()
