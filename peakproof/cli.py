@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "slowed fan-out consumer, inbox shard down)")
     r.add_argument("--time-scale", type=_positive(float), default=None,
                    help="compress the case's time by this: tickets and notifications (default 24) divide the 120 s "
-                        "hold window and the 30 s backoff; feed (default 20) multiplies the rates and divides the "
+                        "hold window and the 30 s backoff; feed (default 100: the seed's full peak rates on the scaled graph) multiplies the rates and divides the "
                         "60 s G2 window (the seed's threshold and backlog arithmetic keep)")
     r.add_argument("--report-dir", default="reports")
     r.add_argument("--skip-properties", action="store_true", help="only the load scenario and the in-process opening")
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scale is None:
             args.scale = {"tickets": 0.15, "notifications": 0.2, "feed": 0.01}[args.case]
         if args.time_scale is None:
-            args.time_scale = {"tickets": 24.0, "notifications": 24.0, "feed": 20.0}[args.case]
+            args.time_scale = {"tickets": 24.0, "notifications": 24.0, "feed": 100.0}[args.case]
         return run(args)
     except PeakproofError as e:
         print(f"peakproof: {e}", file=sys.stderr)

@@ -174,6 +174,7 @@ class Engine:
                                                                  "pool_full": 0})
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
+    setup_error: str | None = None  # the scenario could not prepare the target: a finding, not a crash
 
     @property
     def is_master(self) -> bool:
@@ -219,8 +220,18 @@ def _test_start(environment: Any, **_: Any) -> None:
     if eng is None or eng.is_worker:
         return
     eng.started_wall, eng.started_mono = time.time(), time.monotonic()
-    eng.shared = eng.scenario.setup()
-    eng.scenario.adopt(eng.shared)
+    try:
+        eng.shared = eng.scenario.setup()
+        eng.scenario.adopt(eng.shared)
+    except (Exception, SystemExit) as e:  # refused, 500, garbage: report it, send nothing, stop
+        eng.setup_error = f"{type(e).__name__}: {e}" if not isinstance(e, SystemExit) else str(e.code)
+        sys.stderr.write(f"peakproof: {eng.scenario.name}: setup failed: {eng.setup_error}\n")
+        eng.shared = {}
+        eng.done = True
+        if eng.is_master:  # workers wait for a plan; tell them there is nothing to send
+            environment.runner.send_message("peakproof_plan", {"count": 0, "shared": {}, "t0": time.time()})
+        gevent.spawn(_monitor_loop, eng)
+        return
     if eng.is_master:
         # Workers start their users a little after this message: give the schedule a lead
         # so that its first instant is still ahead of every worker (else it starts late).
@@ -243,6 +254,11 @@ def _test_stop(environment: Any, **_: Any) -> None:
 def _on_plan(msg: Any, **_: Any) -> None:
     eng = ENGINE
     assert eng is not None
+    if msg.data["count"] == 0:  # the master's setup failed: nothing to send
+        eng.done = True
+        if eng.is_worker:
+            _send_history(eng)
+        return
     eng.shared = msg.data["shared"]
     eng.scenario.adopt(eng.shared)
     eng.share = (eng.environment.runner.worker_index, msg.data["count"])
@@ -505,7 +521,8 @@ def _finish(eng: Engine) -> None:
         return
     if eng.is_master:
         gevent.sleep(0.5)  # the last op chunks travel with the done message
-    eng.scenario.finish(eng.history)
+    if eng.setup_error is None:
+        eng.scenario.finish(eng.history)
     eng.finished = True
     _judge(eng)
 
@@ -515,9 +532,16 @@ def _judge(eng: Engine) -> None:
     sc = eng.scenario
     parts: list[Any] = [eng.history.ops] + eng.worker_parts
     history = merge_histories(parts, time.time) if eng.is_master else eng.history
-    checks, charts, details = sc.judge(history)
-    slos = [t.judge(history.ops) for t in parse_thresholds(opts.slo or sc.default_slos)]
-    load, load_charts, load_details = _offered_load(eng, history)
+    if eng.setup_error is not None:
+        checks = [CheckResult("target_setup_succeeded", False, {}, f"the scenario could not prepare the target "
+                              f"{sc.host}: {eng.setup_error}", note="nothing was sent; fix the target or the URL")]
+        charts, details, slos = [], {}, []
+        load = [CheckResult("offered_load_matches_curve", "unknown", {}, note="no load was offered: setup failed")]
+        load_charts, load_details = [], {}
+    else:
+        checks, charts, details = sc.judge(history)
+        slos = [t.judge(history.ops) for t in parse_thresholds(opts.slo or sc.default_slos)]
+        load, load_charts, load_details = _offered_load(eng, history)
     finished = time.time()
     locust_html = getattr(opts, "html_file", None)
     if locust_html:  # a link relative to the report, which lives in --report-dir

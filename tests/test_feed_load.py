@@ -1,0 +1,104 @@
+"""The feed's peak workload and its Locust scenario, end to end on 127.0.0.1 (small and short)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from peakproof.cases.feed import FeedWorkload
+from peakproof.launch import ServedTarget
+from peakproof.models.feed import FeedParams, followers
+from targets.feed.server import threshold_rule
+
+from .test_feed_http import _serve_core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_graph_gives_every_account_the_seeds_follower_count_and_no_self_follows() -> None:
+    w = FeedWorkload(0.002, 100, prefix="t-")
+    pairs, above = w.graph()
+    counts: dict[str, int] = {}
+    for user, account in pairs:
+        assert user != account
+        counts[account] = counts.get(account, 0) + 1
+    drawn, _ = followers(FeedParams(users=w.users))
+    assert [counts.get(w.user(i), 0) for i in range(w.users)] == [int(x) for x in drawn]
+    assert len(set(pairs)) == len(pairs)
+    assert sum(above) == sum(int(x) for x in drawn if x > w.threshold)
+
+
+def test_compressing_time_keeps_the_seeds_threshold_and_divides_breach_times() -> None:
+    slow, fast = FeedWorkload(0.002, 1), FeedWorkload(0.002, 50)
+    assert slow.threshold == fast.threshold == threshold_rule(slow.window, slow.capacity, slow.steady)
+    assert fast.read_rate == pytest.approx(slow.read_rate * 50) and fast.window == pytest.approx(slow.window / 50)
+    share = slow.seed_slowed[1]["share_of_write_work"]
+    assert fast.slowed(share)["g2_breached_after_s"] == pytest.approx(slow.slowed(share)["g2_breached_after_s"] / 50)
+    # at full scale the seed's own row (1,000 writes/s): the port's arithmetic, not a copied figure
+    assert slow.seed_slowed[1]["g2_breached_after_s"] == pytest.approx(
+        60 * 1000 / (1000 / share - 1000))
+
+
+def _locust(url: str, tmp_path: Path, scenario: str = "feed-peak", *extra: str) -> tuple[int, dict[str, Any], str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--headless", "--host", url,
+           "--scenario", scenario, "--scale", "0.002", "--time-scale", "100", "--duration", "6",
+           "--report-dir", str(tmp_path), "--only-summary", "--loglevel", "WARNING", *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    sidecars = sorted(tmp_path.glob(f"{scenario}-*.json"))
+    assert sidecars, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.returncode, json.loads(sidecars[-1].read_text()), proc.stdout + proc.stderr
+
+
+def _result(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for group in ("load", "checks", "slos") for r in doc[group] if r["name"] == name)
+
+
+def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judged(tmp_path: Path) -> None:
+    with ServedTarget("feed") as t:
+        code, doc, out = _locust(t.url, tmp_path)
+    assert code == 0, out[-3000:]
+    for name in ("feed_is_newest_first", "deleted_posts_never_shown", "unfollowed_authors_never_shown",
+                 "no_duplicate_items", "pages_do_not_skip_or_repeat", "feed_matches_pull_model", "inbox_capped",
+                 "posts_visible_within_window", "first_page p99 latency (intended)", "offered_load_matches_curve"):
+        assert _result(doc, name)["valid"] is True, (name, _result(doc, name))
+    assert _result(doc, "feed_matches_pull_model")["counts"]["quiet_reads"] > 100
+    assert doc["details"]["visibility"]["watched posts"] > 0
+    assert (tmp_path / doc["html"]).read_text().count("<svg") >= 6
+
+
+def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
+    from targets.feed import FeedCore
+
+    class DropsAboveThreshold(FeedCore):
+        def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
+            hidden, self.pull_authors = self.pull_authors, set()
+            try:
+                return super().read_view(user, limit, cursor)
+            finally:
+                self.pull_authors = hidden
+
+    url, server = _serve_core(DropsAboveThreshold(time.time))
+    try:
+        code, doc, out = _locust(url, tmp_path)
+    finally:
+        server.should_exit = True
+    assert code == 1, out[-3000:]
+    r = _result(doc, "feed_matches_pull_model")
+    assert r["valid"] is False and "differs from the pull model" in r["first_violation"], r
+
+
+def test_a_refused_target_is_a_finding_in_the_report_not_a_crash(tmp_path: Path) -> None:
+    from peakproof.launch import free_port
+
+    t0 = time.monotonic()
+    code, doc, out = _locust(f"http://127.0.0.1:{free_port()}/feed", tmp_path)
+    assert code == 1 and time.monotonic() - t0 < 60
+    r = _result(doc, "target_setup_succeeded")
+    assert r["valid"] is False and "refused" in r["first_violation"].lower(), r
+    assert "Traceback" not in out
