@@ -105,3 +105,10 @@ def classify(history: History, op: Op, status: int, content: bytes, parse: Calla
     if status == 503 and code == "busy":
         return history.complete(op, FAIL, "busy", message)
     return history.complete(op, INFO, code or f"http_{status}", f"HTTP {status}: {message}")
+
+
+def json_object(doc: Any) -> dict[str, Any]:
+    """The smallest response parser: the body must be a JSON object (else the op is info)."""
+    if not isinstance(doc, dict):
+        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
+    return doc

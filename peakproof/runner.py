@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             actual = (f"Actual {r.counts['actual_ms']:,.1f} ms / Limit {r.counts['limit_ms']:,.1f} ms"
                       if "actual_ms" in r.counts else
                       f"Actual {r.counts['actual']} / Limit {r.counts['limit']}" if "actual" in r.counts else
-                      f"violations {r.counts.get('violations', 0):,} / Limit 0")
+                      f"violations {r.counts['violations']:,} / Limit 0" if "violations" in r.counts else
+                      "; ".join(f"{k} {v}" for k, v in r.counts.items())[:400])
             print(f"      [{mark}] {r.name}: {actual}" + (f"\n          {r.first_violation}" if r.first_violation else ""))
     return 0 if verdict else 1
 

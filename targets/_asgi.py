@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from re import Pattern
 from typing import Any, Awaitable, Callable
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -27,6 +28,31 @@ async def lifespan(receive: Receive, send: Send, on_startup: Callable[[], None] 
             on_shutdown()
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+Route = tuple[str, "Pattern[str]", str]  # (method, path pattern under the prefix, handler name)
+
+
+async def match_route(routes: list[Route], prefix: str, api: str, scope: dict[str, Any], receive: Receive,
+                      body_limit: Callable[[str], int] = lambda name: MAX_BODY) -> tuple[str, bytes, tuple[str, ...]]:
+    """(handler name, body, path groups) for a request under ``prefix``; 404 / 405 with what would work."""
+    path, method = scope["path"], scope["method"]
+    if not path.startswith(prefix + "/"):
+        raise HttpError(404, "not_found", f"no route {path}; the {api} API is under {prefix}/")
+    path = path[len(prefix):]
+    allowed = []
+    for verb, pattern, name in routes:
+        m = pattern.fullmatch(path)
+        if m is None:
+            continue
+        if verb != method:
+            allowed.append(verb)
+            continue
+        body = await read_body(receive, body_limit(name)) if method in ("PUT", "POST") else b""
+        return name, body, m.groups()
+    if allowed:
+        raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+    raise HttpError(404, "not_found", f"no route {method} {path}")
 
 
 async def read_body(receive: Receive, limit: int = MAX_BODY) -> bytes:

@@ -73,15 +73,7 @@ def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judge
 
 
 def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
-    from targets.feed import FeedCore
-
-    class DropsAboveThreshold(FeedCore):
-        def read_view(self, user: str, limit: int = 20, cursor: Any = None) -> Any:
-            hidden, self.pull_authors = self.pull_authors, set()
-            try:
-                return super().read_view(user, limit, cursor)
-            finally:
-                self.pull_authors = hidden
+    from .quality.test_feed_quality import DropsAboveThreshold
 
     url, server = _serve_core(DropsAboveThreshold(time.time))
     try:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from ..clock import VirtualClock
 from ..errors import TargetError
 from ..history import FAIL, INFO, OK, History, Op
+from ..http import json_object
 from .feed_checks import FEED_CHECKS, FeedAnalysis, check_feed
 
 __all__ = ["InProcessFeed", "HttpFeed", "FEED_CHECKS", "FeedAnalysis", "check_feed"]
@@ -96,12 +97,12 @@ class HttpFeed:
     def follow(self, user: str, followee: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
         return self._call("follow", {"user_id": user, "followee_id": followee}, "PUT",
                           f"/users/{quote(user, safe='')}/following/{quote(followee, safe='')}", None, process,
-                          _object, "PUT follow", intended_time)
+                          json_object, "PUT follow", intended_time)
 
     def unfollow(self, user: str, followee: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
         return self._call("unfollow", {"user_id": user, "followee_id": followee}, "DELETE",
                           f"/users/{quote(user, safe='')}/following/{quote(followee, safe='')}", None, process,
-                          _object, "DELETE follow", intended_time)
+                          json_object, "DELETE follow", intended_time)
 
     def publish(self, author: str, text: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
         return self._call("publish", {"author_id": author, "text": text}, "POST", "/posts",
@@ -109,7 +110,7 @@ class HttpFeed:
 
     def delete(self, post_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
         return self._call("delete", {"post_id": post_id}, "DELETE", f"/posts/{quote(post_id, safe='')}", None,
-                          process, _object, "DELETE post", intended_time)
+                          process, json_object, "DELETE post", intended_time)
 
     def read(self, user: str, limit: int = 20, cursor: Any = None, *, process: Any = 0,
              intended_time: float | None = None, name: str | None = None) -> Op:
@@ -181,14 +182,8 @@ class HttpFeed:
         time.sleep(seconds)
 
 
-def _object(doc: Any) -> dict[str, Any]:
-    if not isinstance(doc, dict):
-        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
 def _post(doc: Any) -> dict[str, Any]:
-    doc = _object(doc)
+    doc = json_object(doc)
     for k in ("post_id", "author_id", "created_at"):
         if k not in doc:
             raise KeyError(f"the post has no {k!r}")
@@ -198,7 +193,7 @@ def _post(doc: Any) -> dict[str, Any]:
 
 
 def _page(doc: Any) -> dict[str, Any]:
-    doc = _object(doc)
+    doc = json_object(doc)
     if not isinstance(doc.get("items"), list) or "next_cursor" not in doc:
         raise KeyError("a feed page must have 'items' (a list) and 'next_cursor'")
     for item in doc["items"]:

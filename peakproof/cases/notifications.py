@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 
 from ..clock import VirtualClock
 from ..history import FAIL, INFO, OK, History, Op
+from ..http import json_object
 from ..providers import ProviderConfig, ProviderSim
 from .notifications_checks import (NOTIFICATION_CHECKS, NotificationsAnalysis, check_notifications,
                                    delivery_ratio_at_least, urgent_mean_latency)
@@ -167,7 +168,7 @@ class HttpNotifications:
 
         args = {"recipient_id": recipient_id, "channels": list(channels), "addresses": dict(addresses)}
         return call(self.history, self.transport, "put_recipient", args, "PUT", f"{self.base}/recipients/{recipient_id}",
-                    {"channels": list(channels), **addresses}, process, _object, name="PUT recipient")
+                    {"channels": list(channels), **addresses}, process, json_object, name="PUT recipient")
 
     def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
                process: Any = 0, intended_time: float | None = None) -> Op:
@@ -197,14 +198,8 @@ class HttpNotifications:
         _time.sleep(seconds)
 
 
-def _object(doc: Any) -> dict[str, Any]:
-    if not isinstance(doc, dict):
-        raise TypeError(f"expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
 def _notification(doc: Any) -> dict[str, Any]:
-    d = _object(doc)
+    d = json_object(doc)
     if not isinstance(d.get("notification_id"), str) or d.get("status") not in ("queued", "sending", "delivered",
                                                                                  "failed"):
         raise ValueError(f"a notification needs notification_id and a status of the contract; got {d!r:.200}")

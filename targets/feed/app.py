@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
 from .core import Backpressure, FeedCore, FeedError, InvalidRequest, Post
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -182,27 +182,12 @@ class FeedApp:
         await send_json(send, status, payload, headers)
 
     async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
-        path, method = scope["path"], scope["method"]
-        if path == "/openapi.json":
+        if scope["path"] == "/openapi.json":
             return 200, self._openapi_bytes, []
-        if not path.startswith(self.prefix + "/"):
-            raise HttpError(404, "not_found", f"no route {path}; the feed API is under {self.prefix}/")
-        path = path[len(self.prefix):]
-        allowed = []
-        for verb, pattern, name in _ROUTES:
-            m = pattern.fullmatch(path)
-            if m is None:
-                continue
-            if verb != method:
-                allowed.append(verb)
-                continue
-            limit = GRAPH_BODY_LIMIT if name == "graph" else 64 * 1024
-            body = await read_body(receive, limit) if method in ("PUT", "POST") else b""
-            result = await getattr(self, "_" + name)(scope, body, *m.groups())
-            return result if len(result) == 3 else (*result, [])
-        if allowed:
-            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
-        raise HttpError(404, "not_found", f"no route {method} {path}")
+        name, body, groups = await match_route(_ROUTES, self.prefix, "feed", scope, receive,
+                                               lambda n: GRAPH_BODY_LIMIT if n == "graph" else 64 * 1024)
+        result = await getattr(self, "_" + name)(scope, body, *groups)
+        return result if len(result) == 3 else (*result, [])
 
     def _require_admin(self, scope: dict, what: str) -> None:
         if self.admin_token is None:

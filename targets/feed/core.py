@@ -33,7 +33,7 @@ import heapq
 import itertools
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
 from .._errors import ContractError

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 import time
@@ -22,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
 from .core import CHANNELS, Call, NotificationError, NotificationsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -160,25 +159,10 @@ class NotificationsApp:
         await send_json(send, status, payload)
 
     async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any]:
-        path, method = scope["path"], scope["method"]
-        if path == "/openapi.json":
+        if scope["path"] == "/openapi.json":
             return 200, self._openapi_bytes
-        if not path.startswith(self.prefix + "/"):
-            raise HttpError(404, "not_found", f"no route {path}; the notifications API is under {self.prefix}/")
-        path = path[len(self.prefix):]
-        allowed = []
-        for verb, pattern, name in _ROUTES:
-            m = pattern.fullmatch(path)
-            if m is None:
-                continue
-            if verb != method:
-                allowed.append(verb)
-                continue
-            body = await read_body(receive) if method in ("PUT", "POST") else b""
-            return await getattr(self, "_" + name)(body, *m.groups())
-        if allowed:
-            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
-        raise HttpError(404, "not_found", f"no route {method} {path}")
+        name, body, groups = await match_route(_ROUTES, self.prefix, "notifications", scope, receive)
+        return await getattr(self, "_" + name)(body, *groups)
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)

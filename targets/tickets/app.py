@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, read_body, send_json
+from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
 from .core import Reservation, TicketError, TicketsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -87,26 +87,10 @@ class TicketsApp:
         await lifespan(receive, send, on_shutdown=lambda: self.pool.shutdown(wait=True, cancel_futures=True))
 
     async def _dispatch(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
-        path: str = scope["path"]
-        if path == "/openapi.json":
+        if scope["path"] == "/openapi.json":
             return 200, self._openapi_bytes
-        if not path.startswith(self.prefix + "/"):
-            raise HttpError(404, "not_found", f"no route {path}; the tickets API is under {self.prefix}/")
-        path = path[len(self.prefix):]
-        method = scope["method"]
-        allowed = []
-        for verb, pattern, name in _ROUTES:
-            m = pattern.fullmatch(path)
-            if m is None:
-                continue
-            if verb != method:
-                allowed.append(verb)
-                continue
-            body = await read_body(receive) if method in ("PUT", "POST") else b""
-            return await getattr(self, "_" + name)(scope, body, *m.groups())
-        if allowed:
-            raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
-        raise HttpError(404, "not_found", f"no route {method} {path}")
+        name, body, groups = await match_route(_ROUTES, self.prefix, "tickets", scope, receive)
+        return await getattr(self, "_" + name)(scope, body, *groups)
 
     async def _in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
