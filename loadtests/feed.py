@@ -105,7 +105,7 @@ class FeedPeak(Scenario):
 
         rnd = random.Random(self.options.seed)
         w = self.work
-        authors = [w.user(rnd.randrange(w.users)) for _ in range(max(100, round(w.users * PRELOAD_PER_USER)))]
+        authors = [w.user(rnd.randrange(w.population)) for _ in range(max(100, round(w.population * PRELOAD_PER_USER)))]
         pool = gevent.pool.Pool(16)
         for i, author in enumerate(authors):
             pool.spawn(d.publish, author, f"earlier post {i} by {author}", process="preload")
@@ -188,12 +188,12 @@ class FeedPeak(Scenario):
         followers, following = self._graph_index()
         at = ctx.intended(a.t)
         if a.kind == "read":
-            user = w.user(rnd.randrange(w.users))
+            user = w.user(rnd.randrange(w.population))
             op = d.read(user, 20, process=f"reader-{a.data}", intended_time=at)
             if op.type == OK and op.value.get("next_cursor") and rnd.random() < PAGE_TURN_SHARE:
                 d.read(user, 20, op.value["next_cursor"], process=f"reader-{a.data}")
         elif a.kind == "publish":
-            author = w.user(rnd.randrange(w.users))
+            author = w.user(rnd.randrange(w.population))
             op = d.publish(author, f"post {a.data} by {author}", process=f"author-{a.data}", intended_time=at)
             if op.type != OK:
                 return
@@ -212,7 +212,7 @@ class FeedPeak(Scenario):
         elif a.kind == "delete":
             d.delete(a.data, process=f"deleter-{a.data}", intended_time=at)
         elif a.kind == "unfollow":
-            user = w.user(rnd.randrange(w.users))
+            user = w.user(rnd.randrange(w.population))
             mine = following.get(user, [])
             if mine:
                 followee = mine[rnd.randrange(len(mine))]
@@ -238,7 +238,7 @@ class FeedPeak(Scenario):
             "workload": w.describe(),
             "graph": {"follow pairs": len(self._graph()),
                       "built in (s)": round(getattr(self, "graph_seconds", 0.0), 2),
-                      "posts published before the peak": round(w.users * PRELOAD_PER_USER),
+                      "posts published before the peak": max(100, round(w.population * PRELOAD_PER_USER)),
                       "preloaded in (s)": round(getattr(self, "preload_seconds", 0.0), 2),
                       "users following no account above the threshold": sum(1 for x in self.above if x == 0)},
             "operations": {f: sum(1 for op in history.ops if op.f == f) for f in

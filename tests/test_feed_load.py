@@ -25,13 +25,18 @@ def test_the_graph_gives_every_account_the_seeds_follower_count_and_no_self_foll
     w = FeedWorkload(0.002, 100, prefix="t-")
     pairs, above = w.graph()
     counts: dict[str, int] = {}
+    newcomers = {w.user(i) for i in range(w.users, w.population)}
     for user, account in pairs:
         assert user != account
-        counts[account] = counts.get(account, 0) + 1
+        if user not in newcomers:
+            counts[account] = counts.get(account, 0) + 1
     drawn, _ = followers(FeedParams(users=w.users))
     assert [counts.get(w.user(i), 0) for i in range(w.users)] == [int(x) for x in drawn]
     assert len(set(pairs)) == len(pairs)
     assert sum(above) == sum(int(x) for x in drawn if x > w.threshold)
+    # newcomers follow only accounts well below the threshold: the "without" group of the latency chart
+    assert all(n == 0 for n in above[w.users:]) and len(above) == w.population
+    assert sum(1 for u, _ in pairs if u in newcomers) == w.newcomers * w.NEWCOMER_FOLLOWS
 
 
 def test_compressing_time_keeps_the_seeds_threshold_and_divides_breach_times() -> None:

@@ -217,7 +217,14 @@ class FeedWorkload:
       by ``time_scale``.
     * The threshold, the consumer capacity (3x steady) and the slowed-consumer table come
       from the ported model (``peakproof.models.feed``) run at ``users``.
+    * Beside them, ``newcomers`` (1% more users, ``n0``, ``n1``, ...) who follow
+      ``NEWCOMER_FOLLOWS`` accounts well below the threshold and post like everyone: at a
+      scaled-down user count nearly everyone follows an account above the threshold, and
+      the report compares read latency with and without such accounts.
     """
+
+    NEWCOMER_SHARE = 0.01
+    NEWCOMER_FOLLOWS = 20
 
     def __init__(self, scale: float, time_scale: float = 1.0, seed: int = 20260730, prefix: str = "") -> None:
         from ..models.feed import FeedParams, compute, followers
@@ -225,6 +232,8 @@ class FeedWorkload:
         if not 2 <= round(1_000_000 * scale):
             raise ValueError(f"scale must give at least 2 users (scale x 1,000,000); got {scale}")
         self.users = round(1_000_000 * scale)
+        self.newcomers = max(1, round(self.users * self.NEWCOMER_SHARE))
+        self.population = self.users + self.newcomers  # who reads and posts
         self.time_scale, self.seed, self.prefix = time_scale, seed, prefix
         base = compute(FeedParams(users=self.users, seed=seed))
         full = compute()  # full scale: the seed's own table
@@ -248,7 +257,7 @@ class FeedWorkload:
         self.model = base
 
     def user(self, i: int) -> str:
-        return f"{self.prefix}u{i}"
+        return f"{self.prefix}u{i}" if i < self.users else f"{self.prefix}n{i - self.users}"
 
     def slowed(self, share: float) -> dict[str, float]:
         """A consumer at ``share`` of the write work: rate and the seed's arithmetic for the G2 breach."""
@@ -258,13 +267,14 @@ class FeedWorkload:
                 "g2_breached_after_s": self.window * rate / growth if growth > 0 else float("inf")}
 
     def graph(self) -> tuple[list[tuple[str, str]], list[int]]:
-        """(follow pairs (follower, account); how many above-threshold accounts each user follows)."""
+        """(follow pairs (follower, account); how many above-threshold accounts each of the population
+        follows). The seed users' pairs come first, then the newcomers'."""
         import numpy as np
 
         rng = np.random.default_rng(self.seed)
         n = self.users
         pairs: list[tuple[str, str]] = []
-        above = [0] * n
+        above = [0] * self.population
         names = [self.user(i) for i in range(n)]
         for account, count in enumerate(self.followers):
             if count <= 0:
@@ -276,10 +286,15 @@ class FeedWorkload:
             if count > self.threshold:
                 for u in chosen:
                     above[int(u)] += 1
+        small = [i for i, c in enumerate(self.followers) if 0 < c <= self.threshold // 2] or [0]
+        for j in range(self.newcomers):
+            for account in rng.choice(len(small), size=min(self.NEWCOMER_FOLLOWS, len(small)), replace=False):
+                pairs.append((self.user(n + j), names[small[int(account)]]))
         return pairs, above
 
     def describe(self) -> dict[str, Any]:
-        return {"users": self.users, "time scale": self.time_scale, "G2 window (s)": round(self.window, 3),
+        return {"users": self.users, "newcomers (follow only accounts below the threshold)": self.newcomers,
+                "time scale": self.time_scale, "G2 window (s)": round(self.window, 3),
                 "posts/s": round(self.post_rate, 3), "feed reads/s": round(self.read_rate, 3),
                 "mean followers": round(self.model["hybrid"]["mean_followers"], 2),
                 "threshold (seed rule at this scale)": self.threshold,
