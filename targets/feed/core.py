@@ -34,6 +34,7 @@ import itertools
 import threading
 from collections import deque
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Iterator, Protocol
 
 from .._errors import ContractError
@@ -83,8 +84,9 @@ class Post:
     created_at: float
     fanned_out: bool  # decided at publish time: the author was at or under the threshold
 
-    @property
+    @cached_property
     def key(self) -> tuple[float, str]:
+        # one tuple per post, shared by every inbox and index that holds it (G3: memory per entry)
         return (self.created_at, self.post_id)
 
 
@@ -240,8 +242,9 @@ class FeedCore:
                     continue
                 end = len(job.followers) if max_writes is None else min(len(job.followers),
                                                                          job.next + max_writes - done)
+                key = job.post.key  # one tuple shared by every inbox: 8 B an entry, not a tuple each
                 for user in job.followers[job.next:end]:
-                    self._write(user, job.post.key)
+                    self._write(user, key)
                 done += end - job.next
                 self._backlog -= end - job.next
                 job.next = end
