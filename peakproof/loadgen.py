@@ -175,6 +175,7 @@ class Engine:
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
     setup_error: str | None = None  # the scenario could not prepare the target: a finding, not a crash
+    setup_done: bool = False  # the scenario's bound counts from here (a big graph's setup takes a while)
 
     @property
     def is_master(self) -> bool:
@@ -223,6 +224,8 @@ def _test_start(environment: Any, **_: Any) -> None:
     try:
         eng.shared = eng.scenario.setup()
         eng.scenario.adopt(eng.shared)
+        eng.setup_done = True
+        eng.started_wall = time.time()  # the run starts after its setup (the master adds a lead below)
     except (Exception, SystemExit) as e:  # refused, 500, garbage: report it, send nothing, stop
         eng.setup_error = f"{type(e).__name__}: {e}" if not isinstance(e, SystemExit) else str(e.code)
         sys.stderr.write(f"peakproof: {eng.scenario.name}: setup failed: {eng.setup_error}\n")
@@ -502,9 +505,10 @@ class ScenarioShape(LoadTestShape):
             return None
         runner = self.runner
         workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
-        elapsed = self.get_run_time()
-        bound = min(eng.environment.parsed_options.max_run_seconds, eng.scenario.bound_seconds() + 30)
-        if eng.finished or elapsed > bound:
+        hard = eng.environment.parsed_options.max_run_seconds
+        # the scenario's own bound counts from the end of its setup; --max-run-seconds from the start
+        since_setup = time.time() - eng.started_wall if eng.setup_done else 0.0
+        if eng.finished or self.get_run_time() > hard or since_setup > eng.scenario.bound_seconds() + 30:
             return None
         if isinstance(runner, MasterRunner):
             if eng.workers_done >= workers > 0:

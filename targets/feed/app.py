@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import threading
 import time
@@ -246,6 +247,9 @@ class FeedApp:
                                  f"got {str(follows)[:80]}")
         pairs = [(p[0], p[1]) for p in follows]
         added = await asyncio.get_running_loop().run_in_executor(self.pool, self.core.follow_many, pairs)
+        # A big graph is millions of long-lived objects: move them out of the collector's sight,
+        # else every full collection walks them all and stalls reads for hundreds of ms.
+        gc.freeze()
         return 200, {"received": len(pairs), "added": added}
 
     async def _openapi(self, scope: dict, body: bytes) -> tuple[int, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ def build_app(db: str | Path, *, policy: str = "hybrid", threshold: int | None =
                     inbox_cap=inbox_cap, shards=shards, store=store, max_backlog=max_backlog)
     t0 = time.monotonic()
     loaded = core.restore()
+    gc.freeze()  # what was restored lives as long as the process: keep it out of every collection
     if loaded:
         print(f"peakproof: feed restored {loaded:,} posts and {sum(map(len, core.following.values())):,} follows "
               f"from {db}; inboxes rebuilt in {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
