@@ -33,8 +33,10 @@ from typing import Any
 from peakproof.arrivals import arrival_times, constant
 from peakproof.cases.feed import FeedAnalysis, FeedWorkload, HttpFeed, check_feed
 from peakproof.checks import CheckResult
+from peakproof.errors import SetupFailed
 from peakproof.history import OK, History, Op
-from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario, ScenarioShape, scenario
+from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
+                               scenario)
 from peakproof.report import Chart
 
 __all__ = ["OpenModelUser", "ScenarioShape", "FeedPeak", "FeedSlowConsumer", "FeedShardDown"]
@@ -45,6 +47,14 @@ DELETE_SHARE = 0.10
 POLLS_PER_WINDOW = 20  # the first poll interval is window / 20; each next one 1.25x longer, at most window / 2
 WATCH_WINDOWS = 3.0  # a watched post is polled for at most this many windows
 PRELOAD_PER_USER = 0.2  # posts published before the peak (one day of VH2), so feeds have pages
+
+
+def seed_peak_per_s() -> float:
+    """The seed's full-scale peak (1,000,000 users, real time): feed reads plus posts per second."""
+    from peakproof.models.feed import compute
+
+    h = compute()["fan_out_models"]
+    return h["peak_feed_requests_per_s"] + h["peak_posts_per_s"]
 
 
 @scenario
@@ -114,7 +124,7 @@ class FeedPeak(Scenario):
         pool.join()
         bad = [op for op in d.history.ops if op.f == "publish" and op.type != OK]
         if len(bad) > len(authors) // 100:
-            raise SystemExit(f"peakproof: {len(bad)} of {len(authors)} preload posts failed on {self.host}: {bad[0]!r}")
+            raise SetupFailed(f"{len(bad)} of {len(authors)} preload posts failed on {self.host}: {bad[0]!r}")
         # let their fan-out finish before the peak (bounded): the reference target says when
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -167,6 +177,9 @@ class FeedPeak(Scenario):
 
     def bound_seconds(self) -> float:
         return self.seconds + self.watch_windows * self.work.window + 30
+
+    def peak_rate(self) -> float:
+        return seed_peak_per_s()
 
     def make_driver(self, history: History, transport: Any) -> HttpFeed:
         return self._driver(history, transport)
@@ -491,3 +504,44 @@ class FeedShardDown(FeedPeak):
         return [CheckResult("shard_down_feeds_correct_and_not_empty", not empty, counts,
                             None if not empty else f"{len(empty)} degraded pages were empty though the pull model "
                                                    f"had posts: {empty[0]!r}"[:600], examples=empty[:3])]
+
+
+@scenario
+class FeedCalibrate(Calibration):
+    """What this machine offers on the peak's commonest request: a first page of a small graph's user."""
+
+    name = "feed-calibrate"
+    description = "Calibration: rising rates of first-page reads until arrivals go out late or slow"
+    latency_limit = 0.2  # G1
+    USERS, FOLLOWS, POSTS = 200, 20, 400
+
+    def peak_rate(self) -> float:
+        return 4 * seed_peak_per_s()  # the peak mix plus churn and watchers, with room to measure above it
+
+    def _driver(self, history: History | None = None, transport: Any = None) -> HttpFeed:
+        return HttpFeed(self.host, history=history, transport=transport, timeout=self.options.request_timeout,
+                        admin_token=self.options.admin_token)
+
+    def setup(self) -> dict[str, Any]:
+        import random
+
+        run = "cal" + uuid.uuid4().hex[:6]
+        rnd = random.Random(self.options.seed)
+        users = [f"{run}-u{i}" for i in range(self.USERS)]
+        d = self._driver()
+        d.add_follows([(u, f) for u in users for f in rnd.sample(users, self.FOLLOWS) if f != u])
+        for i in range(self.POSTS):
+            d.publish(users[i % len(users)], f"calibration post {i}", process="setup")
+        bad = [op for op in d.history.ops if op.type != OK]
+        if bad:
+            raise SetupFailed(f"{len(bad)} setup writes failed on {self.host}: {bad[0]!r}")
+        return {"users": users}
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.users = shared["users"]
+
+    def make_driver(self, history: History, transport: Any) -> HttpFeed:
+        return self._driver(history, transport)
+
+    def probe(self, ctx: DispatchContext, a: Arrival) -> None:
+        ctx.driver.read(self.users[a.data[1] % len(self.users)], 20, process="probe", intended_time=ctx.intended(a.t))

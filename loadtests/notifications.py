@@ -30,8 +30,10 @@ import requests
 from peakproof.arrivals import arrival_times, constant
 from peakproof.cases.notifications import (HttpNotifications, NotificationsAnalysis, check_notifications, peak_minute,
                                            urgent_mean_latency)
+from peakproof.errors import SetupFailed, UsageError
 from peakproof.history import OK, History
-from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario, ScenarioShape, scenario
+from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
+                               scenario)
 from peakproof.report import Chart
 
 __all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak"]
@@ -74,7 +76,8 @@ class NotificationsPeak(Scenario):
 
     def setup(self) -> dict[str, Any]:
         if not self.provider_url:
-            raise SystemExit("peakproof: notifications scenarios need --provider-url (the providers' base URL)")
+            raise UsageError("--provider-url", "the providers' base URL (their record is the ground truth)", None,
+                             "Start them with peakproof serve providers and pass --provider-url.")
         self.run_id = uuid.uuid4().hex[:8]
         requests.post(f"{self.provider_url}/config", json={"down": [], "ack_lost": 0.0, **self.provider_faults},
                       timeout=10).raise_for_status()
@@ -85,12 +88,15 @@ class NotificationsPeak(Scenario):
         pool.join()
         bad = [op for op in d.history.ops if op.type != OK]
         if bad:
-            raise SystemExit(f"peakproof: {len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
+            raise SetupFailed(f"{len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
         self.setup_history = d.history
         return {"run_id": self.run_id}
 
     def adopt(self, shared: dict[str, Any]) -> None:
         self.run_id = shared["run_id"]
+
+    def peak_rate(self) -> float:
+        return PEAK * self.rate_factor
 
     def finish(self, history: History) -> None:
         """Wait for every cascade to end (3 rounds), then read every notification once."""
@@ -197,3 +203,42 @@ class NotificationsReminderFlood(NotificationsPeak):
     description = "Case N fault: reminders at 3x the peak beside a 2% trickle of urgent notifications"
     urgent_share = 0.02
     rate_factor = 3.0
+
+
+@scenario
+class NotificationsCalibrate(Calibration):
+    """What this machine offers on the accept path: rising rates of reminders to a few recipients."""
+
+    name = "notifications-calibrate"
+    description = "Calibration: rising rates of accepted notifications until arrivals go out late or slow"
+    latency_limit = 0.5  # an accept that takes longer holds the pool at the peak's rate
+
+    def peak_rate(self) -> float:
+        return PEAK
+
+    def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
+        return HttpNotifications(self.host, getattr(self.options, "provider_url", None), history=history,
+                                 transport=transport, timeout=self.options.request_timeout)
+
+    def setup(self) -> dict[str, Any]:
+        self.run_id = "cal" + uuid.uuid4().hex[:6]
+        d = self._driver()
+        people = peak_minute(50, self.options.seed)
+        for rid, channels, addresses, _ in people:
+            d.put_recipient(f"{self.run_id}-{rid}", channels, addresses, process="setup")
+        bad = [op for op in d.history.ops if op.type != OK]
+        if bad:
+            raise SetupFailed(f"{len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
+        return {"run_id": self.run_id, "recipients": [f"{self.run_id}-{p[0]}" for p in people]}
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.run_id, self.recipients = shared["run_id"], shared["recipients"]
+
+    def make_driver(self, history: History, transport: Any) -> HttpNotifications:
+        return self._driver(history, transport)
+
+    def probe(self, ctx: DispatchContext, a: Arrival) -> None:
+        i = a.data[1]
+        ctx.driver.notify(f"{self.run_id}-ev{i}", self.recipients[i % len(self.recipients)], "reminder",
+                          TITLES[i % len(TITLES)], f"calibration #{i}", process="probe",
+                          intended_time=ctx.intended(a.t))

@@ -2,10 +2,12 @@
 
 200,000 reservation requests uniformly over 10 s (20,000/s) against a 5,000 quota; 60%
 ask 1 item and 40% ask 2; buyers from faker; 1% of requests are client retries that reuse
-their request id. Then the window phase: 65% of holds are confirmed at random times
-inside the hold window (BS5 at 120 s), the rest are abandoned and expire, 5% of sales are
-cancelled, and a late wave of buyers arrives after the window to pick up the returned
-units. ``--scale S`` multiplies the rate and the quota (the 10 s opening and the 56x
+their request id, 0.5% replay it with another quantity. Then the window phase: 65% of
+holds are confirmed at random times inside the hold window (BS5 at 120 s), the rest are
+abandoned and expire (5% of those buyers try to pay after the hold lapsed), 5% of sales
+are cancelled (30% of those twice), and a late wave of buyers arrives after the window to
+pick up the returned units. The odd buyers are there so that every invariant gets chances
+to fail on every run. ``--scale S`` multiplies the rate and the quota (the 10 s opening and the 56x
 demand ratio stay); ``--time-scale T`` divides the 120 s hold window.
 
     locust -f loadtests/ --headless --host http://127.0.0.1:8000/tickets \\
@@ -18,16 +20,23 @@ import uuid
 from typing import Any
 
 from peakproof.cases.tickets import HttpTickets, OpeningWorkload, buyer_names, check_tickets
+from peakproof.errors import SetupFailed
 from peakproof.history import OK, History
-from peakproof.loadgen import Arrival, DispatchContext, OpenModelUser, Scenario, ScenarioShape, scenario
+from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
+                               scenario)
 from peakproof.report import Chart
 from peakproof.arrivals import arrival_times, constant
 
-__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut"]
+__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut", "TicketsCalibrate"]
 
 CONFIRM_SHARE = 0.65  # BS5 at the 120 s window
 CANCEL_SHARE = 0.05  # of sales
 RETRY_SHARE = 0.01  # client retries reusing their request id
+# Buyers who give every check a chance to fail (a check that cannot fail says nothing):
+LATE_CONFIRM_SHARE = 0.05  # of abandoned holds: the buyer pays after the hold lapsed (must be refused)
+MIN_LATE_CONFIRMS = 5  # per process
+DOUBLE_CANCEL_SHARE = 0.3  # of cancels: sent twice (the units must come back once)
+OTHER_QUANTITY_SHARE = 0.005  # requests replayed with the same id and another quantity (must be refused)
 LATE_WAVE_SECONDS = 2.0
 
 
@@ -49,11 +58,14 @@ class TicketsOpening(Scenario):
         self.quota_id = ""
         self._arrivals: list[Arrival] | None = None
         self._buyers = buyer_names(2_000, options.seed)
+        self._late_confirms = 0
 
     def params(self) -> dict[str, Any]:
         return {"quota": self.quota, "opening requests": self.requests, "opening seconds": self.seconds,
                 "rate (req/s)": self.requests / self.seconds, "hold window (s)": self.hold,
                 "confirm share": CONFIRM_SHARE, "cancel share of sales": CANCEL_SHARE, "retry share": RETRY_SHARE,
+                "late confirm share of abandoned holds": LATE_CONFIRM_SHARE,
+                "double cancel share": DOUBLE_CANCEL_SHARE, "replays with another quantity": OTHER_QUANTITY_SHARE,
                 "quota id": self.quota_id}
 
     def _driver(self, history: History | None = None, transport: Any = None) -> HttpTickets:
@@ -67,7 +79,7 @@ class TicketsOpening(Scenario):
         self.setup_driver = self._driver()
         op = self.setup_driver.put_quota(self.quota_id, self.quota, self.hold)
         if op.type != OK:
-            raise SystemExit(f"peakproof: could not create the quota on {self.host}: {op.value} {op.error}")
+            raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
         return {"quota_id": self.quota_id}
 
     def monitor(self, history: History) -> None:
@@ -130,6 +142,9 @@ class TicketsOpening(Scenario):
     def bound_seconds(self) -> float:
         return self.seconds + 2 * self.hold * 1.05 + LATE_WAVE_SECONDS + 30
 
+    def peak_rate(self) -> float:
+        return OpeningWorkload().requests / self.seconds
+
     def make_driver(self, history: History, transport: Any) -> HttpTickets:
         return self._driver(history, transport)
 
@@ -142,8 +157,16 @@ class TicketsOpening(Scenario):
             op = d.reserve(self.quota_id, buyer, qty, f"req-{i}", process=f"buyer-{i}", intended_time=ctx.intended(a.t))
             if retry:  # the client did not trust the answer and sends the same request again
                 ctx.later(0.2, "retry", (i, qty))
-            if op.type == OK and op.value["status"] == "held" and rnd.random() < CONFIRM_SHARE:
-                ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
+            elif rnd.random() < OTHER_QUANTITY_SHARE:  # the same request id, another quantity: a 422
+                ctx.later(0.2, "retry", (i, 3 - qty))
+            if op.type == OK and op.value["status"] == "held":
+                if rnd.random() < CONFIRM_SHARE:
+                    ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
+                elif rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
+                    # pays after the hold lapsed: must not be sold (a few on every run, whatever the scale)
+                    self._late_confirms += 1
+                    late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + rnd.uniform(0.3, 1.0)
+                    ctx.later(late, "confirm", op.value["reservation_id"])
         elif a.kind == "retry":
             i, qty = a.data
             d.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
@@ -154,6 +177,19 @@ class TicketsOpening(Scenario):
                 ctx.later(rnd.uniform(0.1, 1.0), "cancel", a.data)
         elif a.kind == "cancel":
             d.cancel(a.data, intended_time=ctx.intended(a.t))
+            if rnd.random() < DOUBLE_CANCEL_SHARE:  # the buyer clicks twice
+                ctx.later(rnd.uniform(0.05, 0.5), "cancel-again", a.data)
+        elif a.kind == "cancel-again":
+            d.cancel(a.data, intended_time=ctx.intended(a.t))
+
+
+def _expires_in(reservation: dict[str, Any], hold: float) -> float:
+    """Seconds from now until the hold's ``expires_at`` (the target's clock; loopback shares ours),
+    or the whole hold window when the answer did not say."""
+    import time
+
+    expires = reservation.get("expires_at")
+    return max(0.0, float(expires) - time.time()) if isinstance(expires, (int, float)) else hold
 
 
 @scenario
@@ -182,7 +218,7 @@ class TicketsSoldOut(Scenario):
         self.quota_id = f"soldout-{uuid.uuid4().hex[:10]}"
         op = HttpTickets(self.host, admin_token=self.options.admin_token).put_quota(self.quota_id, 0, 60.0)
         if op.type != OK:
-            raise SystemExit(f"peakproof: could not create the quota on {self.host}: {op.value} {op.error}")
+            raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
         return {"quota_id": self.quota_id}
 
     def adopt(self, shared: dict[str, Any]) -> None:
@@ -198,6 +234,9 @@ class TicketsSoldOut(Scenario):
     def bound_seconds(self) -> float:
         return self.seconds + 30
 
+    def peak_rate(self) -> float:
+        return 20_000.0
+
     def make_driver(self, history: History, transport: Any) -> HttpTickets:
         return HttpTickets(self.host, history=history, transport=transport)
 
@@ -210,3 +249,32 @@ class TicketsSoldOut(Scenario):
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
         return check_tickets(history, HttpTickets.tolerance), [], {}
+
+
+@scenario
+class TicketsCalibrate(Calibration):
+    """What this machine offers on the opening's commonest request: a reservation on a sold-out quota."""
+
+    name = "tickets-calibrate"
+    description = "Calibration: rising rates of sold-out reservations until arrivals go out late"
+    latency_limit = 0.1  # the seed's decision threshold
+
+    def peak_rate(self) -> float:
+        return 20_000.0
+
+    def setup(self) -> dict[str, Any]:
+        self.quota_id = f"calibrate-{uuid.uuid4().hex[:10]}"
+        op = HttpTickets(self.host, admin_token=self.options.admin_token).put_quota(self.quota_id, 0, 60.0)
+        if op.type != OK:
+            raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
+        return {"quota_id": self.quota_id}
+
+    def adopt(self, shared: dict[str, Any]) -> None:
+        self.quota_id = shared["quota_id"]
+
+    def make_driver(self, history: History, transport: Any) -> HttpTickets:
+        return HttpTickets(self.host, history=history, transport=transport, timeout=self.options.request_timeout)
+
+    def probe(self, ctx: DispatchContext, a: Arrival) -> None:
+        i = a.data[1]
+        ctx.driver.reserve(self.quota_id, f"b{i}", 1, f"r{i}", process="probe", intended_time=ctx.intended(a.t))

@@ -1,14 +1,18 @@
 """Check results: what a checker (a pure function of a history) returns.
 
 ``valid`` is True, False, or "unknown" (the history cannot decide, e.g. because operations
-whose outcome is unknown could explain it either way). A result carries counts, the first
-violation as a readable sentence plus its operations, and a few examples.
+whose outcome is unknown could explain it either way, or because nothing in it could have
+violated the promise). A result carries counts, the first violation as a readable sentence
+plus its operations, a few examples, and its *chances*: how many operations could have
+violated the promise (late confirms for "an expired hold is never sold", replays for
+idempotency). A check with zero chances was not exercised: it says nothing, so it is
+"unknown", never True (a check that had no chance to fail must not count as a pass).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Iterable, Literal
 
 Validity = bool | Literal["unknown"]
 
@@ -21,10 +25,20 @@ class CheckResult:
     first_violation: str | None = None
     examples: list[Any] = field(default_factory=list)
     note: str | None = None
+    chances: int | None = None  # operations that could have violated it; None: not counted
+    chance_kind: str = ""  # what a chance is, e.g. "late confirms"
 
     @property
     def failed(self) -> bool:
         return self.valid is False
+
+    @property
+    def decided(self) -> bool:
+        return isinstance(self.valid, bool)
+
+    @property
+    def exercised(self) -> bool:
+        return self.chances is None or self.chances > 0
 
     def summary(self) -> str:
         mark = {True: "ok", False: "FAIL", "unknown": "unknown"}[self.valid]
@@ -34,14 +48,46 @@ class CheckResult:
             text += f"\n  first violation: {self.first_violation}"
             for ex in self.examples[:3]:
                 text += f"\n    {ex!r}"
+        if self.chances is not None:
+            text += f"\n  chances: {self.chances:,} {self.chance_kind}".rstrip()
         if self.note:
             text += f"\n  note: {self.note}"
         return text
 
+    def actual_limit(self) -> tuple[str, str]:
+        """(Actual, Limit) as text: the one rendering the terminal, the report and JSON readers share."""
+        c = self.counts
+        if "actual_ms" in c:
+            return f"{c['actual_ms']:,.1f} ms", f"{c['limit_ms']:,.1f} ms"
+        if "actual" in c and "limit" in c:
+            a, lim = c["actual"], c["limit"]
+            if "share" in str(c.get("unit", "")) and isinstance(a, (int, float)) and isinstance(lim, (int, float)):
+                cmp = ">=" if self.name.startswith("offered") else "<="
+                return f"{a:.2%}", f"{cmp} {lim:.2%}"
+            return str(a), str(lim)
+        shown = ", ".join(f"{k} {_fmt(v)}" for k, v in c.items() if k != "violations")
+        return f"violations {c.get('violations', 0):,}" + (f" ({shown})" if shown else ""), "0"
+
+    def line(self) -> str:
+        """One terminal line: mark, name, Actual / Limit, chances, and why."""
+        mark = {True: "ok", False: "FAIL", "unknown": "??"}[self.valid]
+        actual, limit = self.actual_limit()
+        text = f"[{mark}] {self.name}: Actual {actual} / Limit {limit}"
+        if self.chances is not None:
+            text += f"; chances {self.chances:,} {self.chance_kind}".rstrip()
+        why = self.first_violation or (self.note if self.valid is not True else None)
+        return text + (f"\n      {why}" if why else "")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "valid": self.valid, "counts": self.counts,
                 "first_violation": self.first_violation,
-                "examples": [repr(e) for e in self.examples[:5]], "note": self.note}
+                "examples": [repr(e) for e in self.examples[:5]], "note": self.note,
+                "chances": self.chances, "chance_kind": self.chance_kind}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "CheckResult":
+        return cls(d["name"], d["valid"], d.get("counts", {}), d.get("first_violation"), d.get("examples", []),
+                   d.get("note"), d.get("chances"), d.get("chance_kind", ""))
 
 
 class Violations:
@@ -60,20 +106,40 @@ class Violations:
         if len(self.examples) < self._keep:
             self.examples.append(evidence[0] if len(evidence) == 1 else evidence)
 
-    def result(self, name: str, counts: dict[str, Any], unknown: bool = False, note: str | None = None) -> CheckResult:
-        valid: Validity = False if self.count else ("unknown" if unknown else True)
-        return CheckResult(name, valid, {**counts, "violations": self.count}, self.first, self.examples, note)
+    def result(self, name: str, counts: dict[str, Any], unknown: bool = False, note: str | None = None, *,
+               chances: int | None = None, chance_kind: str = "") -> CheckResult:
+        """False on any violation; else "unknown" when ``unknown`` or when ``chances`` is 0
+        (nothing could have violated it: not exercised); else True."""
+        if self.count:
+            valid: Validity = False
+        elif chances == 0:
+            valid = "unknown"
+            note = note or f"not exercised: no {chance_kind or 'operation that could violate it'} in the history"
+        else:
+            valid = "unknown" if unknown else True
+        return CheckResult(name, valid, {**counts, "violations": self.count}, self.first, self.examples, note,
+                           chances, chance_kind)
+
+
+# check name -> the most chances one judgement gave it in this process (the properties' summary
+# reads it: a check that never had a chance across a whole property run was not exercised)
+EXERCISED: dict[str, int] = {}
+
+
+def record_chances(results: Iterable[CheckResult]) -> None:
+    for r in results:
+        if r.chances is not None:
+            EXERCISED[r.name] = max(EXERCISED.get(r.name, 0), r.chances)
 
 
 def assert_checks(results: Iterable[CheckResult]) -> None:
-    """Raise AssertionError naming every failed check (for tests and properties)."""
+    """Raise AssertionError naming every failed check (for tests and properties); note their chances."""
+    results = list(results)
+    record_chances(results)
     failed = [r for r in results if r.failed]
     if failed:
         raise AssertionError("\n".join(r.summary() for r in failed))
 
-
-def run_checks(checks: Iterable[Callable[..., CheckResult]], *args: Any, **kwargs: Any) -> list[CheckResult]:
-    return [check(*args, **kwargs) for check in checks]
 
 
 def _fmt(v: Any) -> str:

@@ -9,7 +9,17 @@ from pathlib import Path
 
 from typing import Any
 
+from .case import CASES
 from .errors import PeakproofError, UsageError
+
+
+def _auto_or(kind: type) -> object:
+    positive = _positive(kind)
+
+    def parse(text: str) -> object:
+        return "auto" if text == "auto" else positive(text)  # type: ignore[operator]
+
+    return parse
 
 
 def _positive(kind: type) -> object:
@@ -75,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=20260730, help="providers: failure draws")
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
-                                   "and an HTML report")
-    r.add_argument("case", nargs="?", default="tickets", choices=["tickets", "notifications", "feed"])
+                                   "and an HTML report",
+                       epilog="Exit codes: 0 PASS (every check and service level decided and held), 1 FAIL (the "
+                              "target broke a promise), 2 INCONCLUSIVE (the harness could not decide: its generator "
+                              "fell behind the curve, a check had no chance to fail, a stage raised).")
+    r.add_argument("case", nargs="?", default="tickets", choices=list(CASES))
     r.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
                    help="base URL of the case's API (e.g. http://127.0.0.1:8000/tickets); default: start the "
                         "reference target on 127.0.0.1")
@@ -84,11 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policy", default=None,
                    help="policy of the reference target started when no --target-url is given (tickets: "
                         "pessimistic | optimistic | none; notifications: cascade | single | parallel)")
-    r.add_argument("--scale", type=_positive(float), default=None,
-                   help="the load's rate as a share of the seed's peak (tickets default 0.15: 3,000 req/s on a "
-                        "750 quota; notifications default 0.2: 347 notifications/s; feed default 0.01: 10,000 users "
-                        "on the seed's Pareto graph), what this 2-core machine "
-                        "sustains with generator and targets sharing it")
+    r.add_argument("--scale", type=_auto_or(float), default="auto",
+                   help="the load's rate as a share of the seed's peak (feed: the share of its 1,000,000 users), or "
+                        "'auto' (default): measure what this machine's generator offers first and run at the largest "
+                        "scale that fits with headroom (tickets: scale 1 is 20,000 reservations/s; notifications: "
+                        "1,736.11/s); an explicit scale the machine cannot offer comes out INCONCLUSIVE, not FAIL")
+    r.add_argument("--processes", type=_auto_or(int), default=1,
+                   help="generator processes (Locust --processes); 'auto': one per core of this machine")
+    r.add_argument("--slo", action="append", default=None,
+                   help="service level for the load, OP:STAT<=LIMIT[@intended|@send] or errors:rate<=N%% "
+                        "(repeatable; default: the seed's, and an error budget of 0.1%%)")
     r.add_argument("--duration", type=_positive(float), default=30.0,
                    help="notifications, feed: seconds of peak arrivals (the seed's peak minute is 60)")
     r.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
@@ -96,12 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--faults", action="store_true",
                    help="also run the fault scenarios (notifications: push down, ack lost, reminder flood; feed: "
                         "slowed fan-out consumer, inbox shard down)")
-    r.add_argument("--time-scale", type=_positive(float), default=None,
+    r.add_argument("--time-scale", type=_auto_or(float), default=None,
                    help="compress the case's time by this: tickets and notifications (default 24) divide the 120 s "
                         "hold window and the 30 s backoff; feed (default 100: the seed's full peak rates on the scaled graph) multiplies the rates and divides the "
-                        "60 s G2 window (the seed's threshold and backlog arithmetic keep)")
+                        "60 s G2 window (the seed's threshold and backlog arithmetic keep); feed: 'auto' fits it to "
+                        "this machine like --scale auto")
     r.add_argument("--report-dir", default="reports")
     r.add_argument("--skip-properties", action="store_true", help="only the load scenario and the in-process opening")
+    r.add_argument("--skip-load", action="store_true", help="only the properties (no calibration, no load)")
     _add_models_parser(sub)
     return p
 
@@ -214,10 +234,15 @@ def main(argv: list[str] | None = None) -> int:
             return _run_models(args)
         from .runner import run
 
-        if args.scale is None:
-            args.scale = {"tickets": 0.15, "notifications": 0.2, "feed": 0.01}[args.case]
+        case = CASES[args.case]
         if args.time_scale is None:
-            args.time_scale = {"tickets": 24.0, "notifications": 24.0, "feed": 100.0}[args.case]
+            args.time_scale = "auto" if case.scale_axis == "time_scale" else case.default_time_scale
+        if args.time_scale == "auto" and case.scale_axis != "time_scale":
+            raise UsageError("--time-scale", "a number for this case (only the feed fits its time scale to the "
+                             "machine)", "auto", f"Use --scale auto; {case.name}'s default time scale is "
+                                                 f"{case.default_time_scale:g}.")
+        if args.processes == "auto":
+            args.processes = os.cpu_count() or 1
         return run(args)
     except PeakproofError as e:
         print(f"peakproof: {e}", file=sys.stderr)

@@ -21,5 +21,9 @@ class TargetError(PeakproofError):
     """The target misbehaved in a way the harness cannot turn into a finding."""
 
 
+class SetupFailed(TargetError):
+    """A scenario could not prepare the target (it refused, answered 5xx or off-contract): a finding."""
+
+
 class DriverSpecError(UsageError):
     pass

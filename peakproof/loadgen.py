@@ -16,9 +16,11 @@ chosen by name; there is exactly one shape class (this module's), whatever files
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, NamedTuple
 
@@ -28,11 +30,12 @@ from locust import LoadTestShape, User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
 from .checks import CheckResult
-from .history import History, Op, merge_histories, op_to_wire
+from .errors import TargetError, UsageError
+from .history import History, merge_histories, op_to_wire
 from .http import TransportError
+from .offered import LoadCounters, LoadSettings, judge_offered_load, load_charts, undecide_when_behind
 from .report import Chart, RunReport, write_report
-from .slo import parse_thresholds
-from .errors import UsageError
+from .slo import parse_thresholds, with_error_budget
 
 
 class Arrival(NamedTuple):
@@ -88,6 +91,112 @@ class Scenario:
 
     def params(self) -> dict[str, Any]:
         return {}
+
+    def peak_rate(self) -> float | None:
+        """The curve's peak arrivals/s at the seed's full scale (for the capacity sentence)."""
+        return None
+
+
+class Calibration(Scenario):
+    """Steps of rising constant rate (each ``step_seconds``): which rate does this machine's
+    generator, on one process, still offer on time, and (``--calibrate-latency``) does the
+    target still answer within ``latency_limit``? Stops sending at the first step that
+    fails. Writes its figures as JSON to ``--calibration-out`` instead of a report.
+
+    A case subclasses it with ``probe`` (one cheap, representative request) and ``setup``.
+    """
+
+    calibration: ClassVar[bool] = True
+    step_seconds: ClassVar[float] = 0.5
+    ratio: ClassVar[float] = 1.4
+    min_share: ClassVar[float] = 0.02  # the first step's rate, as a share of the top
+    latency_limit: ClassVar[float] = 0.1
+    on_time_share: ClassVar[float] = 0.98
+
+    def __init__(self, options: Any, host: str) -> None:
+        super().__init__(options, host)
+        top = float(getattr(options, "calibrate_max_rate", None) or self.peak_rate() or 1000.0)
+        rates, r = [], top * self.min_share
+        while r < top:
+            rates.append(r)
+            r *= self.ratio
+        self.rates = rates + [top]
+        self.stopped_at: int | None = None
+        self._arrivals: list[Arrival] | None = None
+
+    def arrivals(self) -> list[Arrival]:
+        if self._arrivals is None:
+            out: list[Arrival] = []
+            for k, rate in enumerate(self.rates):
+                n = max(1, round(rate * self.step_seconds))
+                out += [Arrival(k * self.step_seconds + i / rate, "probe", (k, len(out) + i)) for i in range(n)]
+            self._arrivals = out
+        return self._arrivals
+
+    def bound_seconds(self) -> float:
+        return len(self.rates) * self.step_seconds + 15
+
+    def perform(self, ctx: "DispatchContext", a: Arrival) -> None:
+        if self.stopped_at is not None and a.data[0] > self.stopped_at:
+            return  # a step already failed: what follows would only overload the target
+        self.probe(ctx, a)
+
+    def probe(self, ctx: "DispatchContext", a: Arrival) -> None:
+        raise NotImplementedError
+
+    def step_stats(self, history: History, t0: float) -> list[dict[str, Any]]:
+        by_step: dict[int, list[Any]] = {}
+        for op in history.ops:
+            if op.process == "probe" and op.intended_time is not None:
+                k = min(len(self.rates) - 1, max(0, int((op.intended_time - t0) / self.step_seconds + 1e-9)))
+                by_step.setdefault(k, []).append(op)
+        out = []
+        for k, rate in enumerate(self.rates):
+            ops = by_step.get(k, [])
+            due = max(1, round(rate * self.step_seconds))
+            on_time = sum(1 for op in ops if op.send_time is not None
+                          and op.send_time - op.intended_time <= self.options.late_threshold)
+            lat = sorted(op.latency_from_intended for op in ops if op.done)
+            errors = sum(1 for op in ops if op.type == "info")
+            p99 = lat[max(0, math.ceil(0.99 * len(lat)) - 1)] if lat else None
+            out.append({"rate": round(rate, 1), "due": due, "sent": len(ops), "on_time": on_time,
+                        "on_time_share": round(on_time / due, 4), "p99_from_intended": p99,
+                        "errors": errors, "done": len(lat)})
+        return out
+
+    def step_passes(self, st: dict[str, Any], check_latency: bool) -> bool:
+        if st["on_time_share"] < self.on_time_share or st["done"] < st["due"] * self.on_time_share:
+            return False
+        if st["errors"] > 0.01 * st["due"]:
+            return False
+        return not check_latency or (st["p99_from_intended"] is not None
+                                     and st["p99_from_intended"] <= self.latency_limit)
+
+    def monitor(self, history: History) -> None:
+        eng = ENGINE
+        if eng is None or not eng.started_wall or self.stopped_at is not None:
+            return
+        now = time.time() - eng.started_wall
+        stats = self.step_stats(history, eng.started_wall)
+        check_latency = bool(getattr(self.options, "calibrate_latency", False))
+        for k, st in enumerate(stats):
+            # judge a step once its answers had time to come (its end plus the latency limit, 0.5 s at least)
+            if (k + 1) * self.step_seconds + max(0.5, self.latency_limit) > now:
+                break
+            if not self.step_passes(st, check_latency):
+                self.stopped_at = k
+                break
+
+    def conclude(self, history: History, t0: float) -> dict[str, Any]:
+        check_latency = bool(getattr(self.options, "calibrate_latency", False))
+        stats = self.step_stats(history, t0)
+        best = 0.0
+        for st in stats:
+            if st["sent"] == 0 or not self.step_passes(st, check_latency):
+                break
+            best = st["rate"]
+        return {"scenario": self.name, "rate": best, "top": self.rates[-1], "latency_checked": check_latency,
+                "latency_limit": self.latency_limit, "steps": stats}
 
 
 SCENARIOS: dict[str, type[Scenario]] = {}
@@ -152,6 +261,16 @@ def _options(parser: Any) -> None:
                         "1,000 of 1,247.71 writes/s)")
     g.add_argument("--max-run-seconds", env_var="PEAKPROOF_MAX_RUN_SECONDS", type=float, default=900.0,
                    help="hard bound on the run, whatever the scenario says")
+    g.add_argument("--calibration-out", env_var="PEAKPROOF_CALIBRATION_OUT", default=None,
+                   help="calibration scenarios: write the measured steps here (JSON)")
+    g.add_argument("--calibrate-max-rate", env_var="PEAKPROOF_CALIBRATE_MAX_RATE", type=float, default=None,
+                   help="calibration scenarios: the top step's arrivals/s (default: the seed's peak)")
+    g.add_argument("--calibrate-latency", env_var="PEAKPROOF_CALIBRATE_LATENCY", action="store_true",
+                   help="calibration scenarios: a step passes only if the target also answered in time "
+                        "(use when the target shares this machine)")
+    g.add_argument("--calibrated-rate", env_var="PEAKPROOF_CALIBRATED_RATE", type=float, default=None,
+                   help="on-time arrivals/s one generator process offered in a calibration (peakproof run "
+                        "measures it); named in the verdict when the generator falls behind")
 
 
 # -- engine state, one per process --------------------------------------------------------------
@@ -174,7 +293,9 @@ class Engine:
                                                                  "pool_full": 0})
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
-    setup_error: str | None = None  # the scenario could not prepare the target: a finding, not a crash
+    # (kind, text): "target" (it refused, answered 500 or garbage: a finding) or "harness" (our bug)
+    setup_error: tuple[str, str] | None = None
+    harness_errors: list[str] = field(default_factory=list)  # tracebacks from perform / monitor
     setup_done: bool = False  # the scenario's bound counts from here (a big graph's setup takes a while)
 
     @property
@@ -226,9 +347,16 @@ def _test_start(environment: Any, **_: Any) -> None:
         eng.scenario.adopt(eng.shared)
         eng.setup_done = True
         eng.started_wall = time.time()  # the run starts after its setup (the master adds a lead below)
-    except (Exception, SystemExit) as e:  # refused, 500, garbage: report it, send nothing, stop
-        eng.setup_error = f"{type(e).__name__}: {e}" if not isinstance(e, SystemExit) else str(e.code)
-        sys.stderr.write(f"peakproof: {eng.scenario.name}: setup failed: {eng.setup_error}\n")
+    except (Exception, SystemExit) as e:  # report it, send nothing, stop
+        if isinstance(e, TargetError):  # the target refused, answered 500 or garbage: a finding
+            eng.setup_error = ("target", str(e))
+        elif isinstance(e, SystemExit):
+            eng.setup_error = ("target", str(e.code))
+        elif isinstance(e, UsageError):  # the options cannot run this scenario: say which
+            eng.setup_error = ("harness", str(e))
+        else:  # our own bug: the run cannot say anything about the target
+            eng.setup_error = ("harness", traceback.format_exc())
+        sys.stderr.write(f"peakproof: {eng.scenario.name}: setup failed: {eng.setup_error[1]}\n")
         eng.shared = {}
         eng.done = True
         if eng.is_master:  # workers wait for a plan; tell them there is nothing to send
@@ -280,6 +408,7 @@ def _on_done(msg: Any, **_: Any) -> None:
         eng.counters[k] = eng.counters.get(k, 0) + v
     for sec, v in msg.data["dropped_by_second"].items():
         eng.dropped_by_second[int(sec)] = eng.dropped_by_second.get(int(sec), 0) + v
+    eng.harness_errors.extend(msg.data.get("harness_errors", []))
     eng.workers_done += 1
 
 
@@ -287,9 +416,18 @@ def _monitor_loop(eng: Engine) -> None:
     while not eng.finished:
         try:
             eng.scenario.monitor(eng.history)
-        except Exception as e:  # a monitor read that fails is recorded by its driver; never kill the run
-            sys.stderr.write(f"peakproof: monitor: {type(e).__name__}: {e}\n")
+        except Exception as e:  # the target's failures are recorded by the driver; this is our bug
+            _harness_error(eng, f"{eng.scenario.name}.monitor", e)
         gevent.sleep(eng.scenario.monitor_interval)
+
+
+def _harness_error(eng: Engine, where: str, e: BaseException) -> None:
+    """An exception in the harness's own code: never kills the run, always makes it INCONCLUSIVE."""
+    text = f"{where} raised {type(e).__name__}: {e}\n{traceback.format_exc()}"
+    if len(eng.harness_errors) < 20:  # the first few in full; the count says the rest
+        eng.harness_errors.append(text)
+    eng.counters["harness_errors"] = eng.counters.get("harness_errors", 0) + 1
+    sys.stderr.write(f"peakproof: {where}: {type(e).__name__}: {e}\n")
 
 
 # -- the dispatcher ------------------------------------------------------------------------------
@@ -447,7 +585,7 @@ def _dispatch(eng: Engine) -> None:
             counters["sent"] += 1
             if lateness > opts.late_threshold:
                 counters["late"] += 1
-            pool.spawn(_perform, sc, ctx, a)
+            pool.spawn(_perform, eng, ctx, a)
         nxt = min(schedule[i].t if i < n else float("inf"), followups[0][0] if followups else float("inf"))
         if nxt == float("inf"):
             gevent.sleep(0.01)  # requests in flight may still schedule follow-ups
@@ -457,11 +595,11 @@ def _dispatch(eng: Engine) -> None:
     progress.tick(time.monotonic() - t0_mono, i, final=True)
 
 
-def _perform(sc: Scenario, ctx: DispatchContext, a: Arrival) -> None:
+def _perform(eng: Engine, ctx: DispatchContext, a: Arrival) -> None:
     try:
-        sc.perform(ctx, a)
-    except Exception as e:  # a scenario bug must show, but never stop the dispatcher
-        sys.stderr.write(f"peakproof: {sc.name} {a.kind}: {type(e).__name__}: {e}\n")
+        eng.scenario.perform(ctx, a)
+    except Exception as e:  # a scenario bug must show, never stop the dispatcher: INCONCLUSIVE
+        _harness_error(eng, f"{eng.scenario.name}.perform({a.kind})", e)
 
 
 class _Progress:
@@ -489,7 +627,7 @@ def _send_history(eng: Engine) -> None:
     wire = [op_to_wire(op) for op in eng.history.ops]
     for start in range(0, len(wire), 5000):
         runner.send_message("peakproof_ops", {"ops": wire[start:start + 5000]})
-    runner.send_message("peakproof_done", {"counters": eng.counters,
+    runner.send_message("peakproof_done", {"counters": eng.counters, "harness_errors": eng.harness_errors,
                                            "dropped_by_second": {str(k): v for k, v in eng.dropped_by_second.items()}})
 
 
@@ -536,16 +674,35 @@ def _judge(eng: Engine) -> None:
     sc = eng.scenario
     parts: list[Any] = [eng.history.ops] + eng.worker_parts
     history = merge_histories(parts, time.time) if eng.is_master else eng.history
+    if isinstance(sc, Calibration):
+        _conclude_calibration(eng, sc, history)
+        return
+    harness_errors = list(eng.harness_errors)
+    slo_texts = with_error_budget(opts.slo or sc.default_slos)
+    checks: list[CheckResult] = []
+    charts: list[Chart] = []
+    details: dict[str, Any] = {}
+    slos: list[CheckResult] = []
+    load: list[CheckResult] = []
+    load_charts: list[Chart] = []
+    load_details: dict[str, Any] = {}
     if eng.setup_error is not None:
-        checks = [CheckResult("target_setup_succeeded", False, {}, f"the scenario could not prepare the target "
-                              f"{sc.host}: {eng.setup_error}", note="nothing was sent; fix the target or the URL")]
-        charts, details, slos = [], {}, []
-        load = [CheckResult("offered_load_matches_curve", "unknown", {}, note="no load was offered: setup failed")]
-        load_charts, load_details = [], {}
+        kind, text = eng.setup_error
+        if kind == "target":
+            checks = [CheckResult("target_setup_succeeded", False, {}, f"the scenario could not prepare the target "
+                                  f"{sc.host}: {text}", note="nothing was sent; fix the target or the URL")]
+        else:
+            harness_errors.append(f"the scenario's setup raised (a harness error, not the target's):\n{text}")
+        load = [CheckResult("offered_load_matches_curve", "unknown", {}, note="no load was offered: setup failed",
+                            chances=0, chance_kind="due arrivals")]
     else:
-        checks, charts, details = sc.judge(history)
-        slos = [t.judge(history.ops) for t in parse_thresholds(opts.slo or sc.default_slos)]
+        try:
+            checks, charts, details = sc.judge(history)
+        except Exception:  # a checker bug: the run says nothing about the target
+            harness_errors.append(f"{sc.name}.judge raised:\n{traceback.format_exc()}")
+        slos = [t.judge(history.ops) for t in parse_thresholds(slo_texts)]
         load, load_charts, load_details = _offered_load(eng, history)
+        slos = undecide_when_behind(slos, load[0])
     finished = time.time()
     locust_html = getattr(opts, "html_file", None)
     if locust_html:  # a link relative to the report, which lives in --report-dir
@@ -555,15 +712,34 @@ def _judge(eng: Engine) -> None:
     report = RunReport(sc.name, sc.host, eng.started_wall, finished,
                        {**sc.params(), "scale": opts.scale, "time_scale": opts.time_scale, "spacing": opts.spacing,
                         "seed": opts.seed, "pool_size": opts.pool_size, "processes": _process_count(eng),
-                        "slos": ", ".join(opts.slo or sc.default_slos)},
+                        "slos": ", ".join(slo_texts),
+                        "calibrated rate (arrivals/s per process)": opts.calibrated_rate or "not measured"},
                        checks, slos, load, load_charts + charts, {**load_details, **details},
-                       locust_html=locust_html)
+                       locust_html=locust_html, harness_errors=harness_errors)
     path = write_report(report, opts.report_dir)
     eng.report_path = str(path)
     if opts.save_history:
         history.dump(path.with_suffix(".history.jsonl"))
-    eng.environment.process_exit_code = 0 if report.verdict else 1
+    eng.environment.process_exit_code = report.outcome.exit_code
     print(_summary(report, path), flush=True)
+
+
+def _conclude_calibration(eng: Engine, sc: Calibration, history: History) -> None:
+    import json
+
+    if eng.setup_error is not None:
+        doc: dict[str, Any] = {"scenario": sc.name, "rate": 0.0, "error": eng.setup_error[1]}
+    else:
+        doc = sc.conclude(history, eng.started_wall)
+    doc["harness_errors"] = eng.harness_errors
+    out = eng.environment.parsed_options.calibration_out
+    text = json.dumps(doc, indent=1, default=str)
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    print(f"peakproof {sc.name}: {doc.get('rate', 0):,.0f} arrivals/s on time on one process"
+          + (f" (setup failed: {doc['error']})" if "error" in doc else ""), flush=True)
+    eng.environment.process_exit_code = 0 if doc.get("rate") else 2
 
 
 def _process_count(eng: Engine) -> int:
@@ -572,11 +748,12 @@ def _process_count(eng: Engine) -> int:
 
 
 def _summary(report: RunReport, path: Any) -> str:
-    lines = [f"\npeakproof {report.scenario}: {'PASS' if report.verdict else 'FAIL'}  (report: {path})"]
+    judged = report.judged
+    lines = [f"\npeakproof {report.scenario}: {judged.outcome}  (report: {path})"]
+    lines += [f"  why: {reason}" for reason in judged.reasons[:6]]
     for group in (report.load, report.checks, report.slos):
         for r in group:
-            mark = {True: "ok", False: "FAIL", "unknown": "??"}[r.valid]
-            lines.append(f"  [{mark}] {r.name}" + (f": {r.first_violation}" if r.first_violation else ""))
+            lines.append("  " + r.line())
     return "\n".join(lines)
 
 
@@ -585,66 +762,17 @@ def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], lis
     opts = eng.environment.parsed_options
     sc = eng.scenario
     t0 = eng.started_wall
-    planned = sc.arrivals()
-    target: dict[int, int] = {}
-    for a in planned:
-        target[int(a.t)] = target.get(int(a.t), 0) + 1
-    sent_by_sec: dict[int, int] = {}
-    lat_i: dict[int, list[float]] = {}
-    lat_s: dict[int, list[float]] = {}
-    sends = [op for op in history.ops if op.send_time is not None and op.intended_time is not None]
-    for op in sends:
-        sec = int(op.send_time - t0)  # type: ignore[operator]
-        sent_by_sec[sec] = sent_by_sec.get(sec, 0) + 1
-        if op.done:
-            k = int(op.intended_time - t0)  # type: ignore[operator]
-            lat_i.setdefault(k, []).append(op.latency_from_intended)
-            lat_s.setdefault(k, []).append(op.latency)
+    planned = [a.t for a in sc.arrivals()]
     c = eng.counters
-    due, sent, dropped, late = c["due"], c["sent"], c["dropped"], c["late"]
-    planned_n = len(planned)
-    on_time = (sent - late) / due if due else 0.0
-    ok = due > 0 and on_time >= 1 - opts.offered_tolerance
-    peak_target = max(target.values(), default=0)
-    peak_sent = max((sent_by_sec.get(s, 0) for s in target), default=0)
+    counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], eng.dropped_by_second)
+    settings = LoadSettings(opts.late_threshold, opts.max_lateness, opts.offered_tolerance, opts.pool_size,
+                            _process_count(eng), opts.calibrated_rate, sc.peak_rate())
+    sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
+    result = judge_offered_load(counters, planned, sends, settings)
+    charts = load_charts(planned, history.ops, t0, eng.dropped_by_second)
     limit_ms = opts.late_threshold * 1000
-    first = None
-    if not ok:
-        cause = (f"the pool of {opts.pool_size} in-flight requests was full for {c['pool_full']:,} arrivals: the "
-                 f"target's latency held the pool (raise --pool-size, or the target is too slow)"
-                 if c["pool_full"] > (late + dropped) / 2 else
-                 "the generator's CPU could not keep up (scale down, or add --processes / workers)")
-        first = (f"Actual {sent - late:,} of {due:,} due arrivals sent within {limit_ms:g} ms of their instant "
-                 f"({on_time:.1%}) / Limit >= {1 - opts.offered_tolerance:.0%}: {late:,} sent late, {dropped:,} "
-                 f"dropped after {opts.max_lateness:g} s; peak second {peak_sent:,} sent vs {peak_target:,} due; {cause}")
-    result = CheckResult("offered_load_matches_curve", ok,
-                         {"actual": f"{on_time:.2%} of due arrivals sent on time",
-                          "limit": f">= {1 - opts.offered_tolerance:.0%}",
-                          "due": due, "planned": planned_n, "sent": sent, "late": late, "dropped": dropped,
-                          "pool_full": c["pool_full"], "peak_target_per_s": peak_target, "peak_sent_per_s": peak_sent},
-                         first)
-    secs = sorted(set(target) | set(sent_by_sec))
-    charts = [Chart("Arrivals per second: the curve vs what was sent",
-                    "requests / s", {"target (curve)": [(s, target.get(s, 0)) for s in secs],
-                                     "sent": [(s, sent_by_sec.get(s, 0)) for s in secs],
-                                     "dropped": [(s, eng.dropped_by_second.get(s, 0)) for s in secs]},
-                    note="Follow-up requests (confirms, cancels, retries) are scheduled during the run and "
-                         "count in 'sent' but not in the precomputed curve."),
-              Chart("Latency percentiles over time (by intended second)", "seconds",
-                    {"p50 from intended": _pct_series(lat_i, 0.5), "p99 from intended": _pct_series(lat_i, 0.99),
-                     "p50 from send": _pct_series(lat_s, 0.5), "p99 from send": _pct_series(lat_s, 0.99)},
-                    note="From intended = completion minus the instant the curve meant the request to start "
-                         "(free of coordinated omission); from send = completion minus the actual send.")]
-    details = {"offered load": {"planned arrivals (curve)": planned_n, "due (incl. follow-ups)": due, "sent": sent,
-                                f"sent > {limit_ms:g} ms late": late, "dropped": dropped,
+    details = {"offered load": {"planned arrivals (curve)": len(planned), "due (incl. follow-ups)": c["due"],
+                                "sent": c["sent"], f"sent > {limit_ms:g} ms late": c["late"], "dropped": c["dropped"],
                                 "arrivals that found the pool full": c["pool_full"],
                                 "max lateness before drop (s)": opts.max_lateness}}
     return [result], charts, details
-
-
-def _pct_series(by_sec: dict[int, list[float]], q: float) -> list[tuple[float, float]]:
-    out = []
-    for sec in sorted(by_sec):
-        vals = sorted(by_sec[sec])
-        out.append((sec, vals[min(len(vals) - 1, int(q * len(vals)))]))
-    return out

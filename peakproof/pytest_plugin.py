@@ -6,12 +6,15 @@ declared there.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import pytest
 
 from .cases.tickets import HttpTickets, InProcessTickets, TicketsDriver, load_driver
+from .checks import EXERCISED
 from .history import History
 from .launch import ServedTarget
 
@@ -91,3 +94,18 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
     yield start
     for t in started:
         t.__exit__(None, None, None)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """How many chances to fail each check had over the run; write them where ``peakproof run`` reads them."""
+    if not EXERCISED:
+        return
+    tr = terminalreporter
+    tr.section("peakproof: chances to fail, per check (the most one judgement had)")
+    for name, n in sorted(EXERCISED.items()):
+        tr.write_line(f"  {name}: {n:,}" + ("   <- not exercised: this run could not have caught its bug" if not n
+                                           else ""))
+    out = os.environ.get("PEAKPROOF_PROPERTIES_SUMMARY")
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            json.dump({"exitstatus": int(exitstatus), "chances": EXERCISED}, fh, indent=1)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import CheckResult
+from .verdict import Outcome, Verdict, judge_results
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"]
 
@@ -42,21 +43,29 @@ class RunReport:
     charts: list[Chart] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     locust_html: str | None = None
+    harness_errors: list[str] = field(default_factory=list)  # tracebacks: the run is INCONCLUSIVE
+
+    @property
+    def judged(self) -> Verdict:
+        return judge_results([*self.load, *self.checks, *self.slos], [e.splitlines()[-1] if e.strip() else e
+                                                                      for e in self.harness_errors])
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.judged.outcome
 
     @property
     def verdict(self) -> bool:
-        return not any(r.failed for r in [*self.checks, *self.slos, *self.load])
-
-    @property
-    def failures(self) -> list[CheckResult]:
-        return [r for r in [*self.load, *self.checks, *self.slos] if r.failed]
+        """True only for PASS (kept for callers that want a yes/no)."""
+        return self.outcome is Outcome.PASS
 
     def slug(self) -> str:
         return f"{self.scenario}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(self.started))}"
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "target": self.target, "started": self.started, "finished": self.finished,
-                "pass": self.verdict, "params": self.params,
+                "pass": self.verdict, "verdict": self.judged.to_json(), "params": self.params,
+                "harness_errors": self.harness_errors,
                 "load": [r.to_json() for r in self.load], "checks": [r.to_json() for r in self.checks],
                 "slos": [r.to_json() for r in self.slos], "details": self.details, "locust_html": self.locust_html}
 
@@ -87,19 +96,34 @@ def write_index(directory: Path) -> Path:
         if isinstance(doc, dict) and "html" in doc and "started" in doc:
             runs.append(doc)
     runs.sort(key=lambda d: d["started"], reverse=True)
-    rows = "".join(
-        f"<tr><td>{_when(d['started'])}</td><td><a href='{html.escape(d['html'])}'>{html.escape(d['scenario'])}</a></td>"
-        f"<td>{html.escape(str(d.get('target', '')))}</td><td class='{'pass' if d['pass'] else 'fail'}'>"
-        f"{'PASS' if d['pass'] else 'FAIL'}</td><td>{html.escape(_first_failure(d))}</td></tr>" for d in runs)
+    rows = []
+    for d in runs:
+        outcome = _outcome(d)
+        rows.append(f"<tr><td>{_when(d['started'])}</td><td><a href='{html.escape(d['html'])}'>"
+                    f"{html.escape(d['scenario'])}</a></td><td>{html.escape(str(d.get('target', '')))}</td>"
+                    f"<td class='{CSS[outcome]}'>{outcome}</td><td>{html.escape(_first_reason(d))}</td></tr>")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>peakproof runs</title>{_STYLE}</head><body>"
             f"<h1>peakproof runs</h1><table><tr><th>started</th><th>scenario</th><th>target</th><th>verdict</th>"
-            f"<th>first failure</th></tr>{rows}</table></body></html>")
+            f"<th>why</th></tr>{''.join(rows)}</table></body></html>")
     path = directory / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
 
 
-def _first_failure(d: dict[str, Any]) -> str:
+CSS = {"PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "unknown"}
+
+
+def _outcome(d: dict[str, Any]) -> str:
+    v = d.get("verdict")
+    if isinstance(v, dict) and v.get("outcome") in CSS:
+        return v["outcome"]
+    return "PASS" if d.get("pass") else "FAIL"  # sidecars written before three outcomes
+
+
+def _first_reason(d: dict[str, Any]) -> str:
+    v = d.get("verdict")
+    if isinstance(v, dict) and v.get("reasons"):
+        return str(v["reasons"][0])[:200]
     for group in ("load", "checks", "slos"):
         for r in d.get(group, []):
             if r.get("valid") is False:
@@ -112,17 +136,19 @@ def _when(ts: float) -> str:
 
 
 def render(r: RunReport) -> str:
-    verdict = "PASS" if r.verdict else "FAIL"
+    judged = r.judged
+    verdict = judged.outcome.value
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(r.scenario)} {verdict}</title>"
              f"{_STYLE}</head><body>",
-             f"<h1>{html.escape(r.scenario)}: <span class='{verdict.lower()}'>{verdict}</span></h1>",
+             f"<h1>{html.escape(r.scenario)}: <span class='{CSS[verdict]}'>{verdict}</span></h1>",
              f"<p>target <code>{html.escape(r.target)}</code>; started {_when(r.started)}, "
              f"{r.finished - r.started:.1f} s</p>"]
-    failures = r.failures
-    if failures:
-        parts.append("<div class='box fail'><b>Why it failed</b><ul>" + "".join(
-            f"<li><b>{html.escape(f.name)}</b>: {html.escape(f.first_violation or str(f.counts))}</li>"
-            for f in failures) + "</ul></div>")
+    if judged.reasons:
+        title = "Why it failed" if verdict == "FAIL" else "Why it is inconclusive (the harness could not decide)"
+        parts.append(f"<div class='box {CSS[verdict]}'><b>{title}</b><ul>" + "".join(
+            f"<li>{html.escape(reason)}</li>" for reason in judged.reasons) + "</ul></div>")
+    for err in r.harness_errors:
+        parts.append(f"<h3>Harness error</h3><pre>{html.escape(err)}</pre>")
     for title, group in (("Offered load", r.load), ("Invariants", r.checks), ("Service levels", r.slos)):
         parts.append(f"<h2>{title}</h2>" + _results_table(group))
     parts.append("<h2>Charts</h2>")
@@ -152,21 +178,22 @@ def _results_table(results: list[CheckResult]) -> str:
     for res in results:
         mark = {True: "pass", False: "fail", "unknown": "unknown"}[res.valid]
         actual, limit = _actual_limit(res)
+        chances = "" if res.chances is None else f"{res.chances:,} {res.chance_kind}".strip()
+        violations = res.counts.get("violations", "")
         rows.append(f"<tr><td class='{mark}'>{mark.upper()}</td><td>{html.escape(res.name)}</td>"
+                    f"<td>{html.escape(chances)}</td><td>{html.escape(_fmt_count(violations))}</td>"
                     f"<td>{html.escape(actual)}</td><td>{html.escape(limit)}</td>"
                     f"<td>{html.escape(res.first_violation or res.note or '')}</td></tr>")
-    return ("<table><tr><th></th><th>property</th><th>Actual</th><th>Limit</th><th>first violation</th></tr>"
-            + "".join(rows) + "</table>")
+    return ("<table><tr><th></th><th>property</th><th>chances to fail</th><th>violations</th><th>Actual</th>"
+            "<th>Limit</th><th>first violation / note</th></tr>" + "".join(rows) + "</table>")
+
+
+def _fmt_count(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _actual_limit(res: CheckResult) -> tuple[str, str]:
-    c = res.counts
-    if "actual_ms" in c:
-        return f"{c['actual_ms']:,.1f} ms", f"{c['limit_ms']:,.1f} ms"
-    if "actual" in c and "limit" in c:
-        return str(c["actual"]), str(c["limit"])
-    shown = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in c.items() if k != "violations")
-    return f"violations {c.get('violations', 0):,}" + (f" ({shown})" if shown else ""), "0"
+    return res.actual_limit()
 
 
 def _kv_table(d: dict[str, Any]) -> str:
@@ -237,6 +264,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color
 table{border-collapse:collapse;margin:6px 0 14px}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 .pass{color:#0a7a2f;font-weight:600}.fail{color:#c0151b;font-weight:600}.unknown{color:#a66b00;font-weight:600}
 .box.fail{border:2px solid #c0151b;padding:8px 14px;color:#222;background:#fff5f5}
+.box.unknown{border:2px solid #a66b00;padding:8px 14px;color:#222;background:#fffaf0}
 figure{margin:10px 0 22px}figcaption{font-weight:600;margin-bottom:4px}.chart text{font-size:11px;fill:#444}
 .note{color:#666;font-size:12px}pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:12px}
 </style>"""

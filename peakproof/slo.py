@@ -6,6 +6,15 @@ BASIS is ``intended`` (default: latency from the instant the arrival curve meant
 request to start, free of coordinated omission) or ``send`` (from the actual send).
 Every completed operation counts, info ones (timeouts) included: a decision that did not
 come in time is a slow decision, not a missing one.
+
+Error budgets: ``errors:rate<=0.1%`` (the default of every load scenario) judges, per
+operation kind, the share of operations that ended in an error: *info* (a 5xx, timeout,
+reset or an answer not of the contract's shape) or a refused connection. Refusals the
+contract allows (sold out, 409 contention, 429 with Retry-After) are definite *fail*
+answers: counted and shown, never errors.
+
+One percentile rule (nearest rank, :func:`statistic`) for the judged figures and the
+charted ones alike.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from .checks import CheckResult
 from .errors import UsageError
 from .history import Op
 
+_ERRORS = re.compile(r"^\s*errors:rate\s*<=\s*(?P<num>\d+(?:\.\d+)?)\s*%\s*$")
+DEFAULT_ERROR_BUDGET = "errors:rate<=0.1%"
 _SLO = re.compile(r"^\s*(?P<op>[\w.-]+):(?P<stat>p\d+(?:\.\d+)?|mean|max)\s*<=\s*(?P<num>\d+(?:\.\d+)?)"
                   r"\s*(?P<unit>ms|s)?\s*(?:@(?P<basis>intended|send))?\s*$")
 
@@ -53,13 +64,73 @@ class Threshold:
                      for op in ops if (kind(op) if kind else op.f == self.op) and op.done)
         if not lat:
             return CheckResult(self.name, "unknown", {"samples": 0, "limit_ms": self.limit * 1000},
-                               note=f"no completed {self.op} operations to judge")
+                               note=f"no completed {self.op} operations to judge", chances=0,
+                               chance_kind=f"completed {self.op} operations")
         actual = statistic(lat, self.stat)
         ok = actual <= self.limit
         return CheckResult(self.name, ok, {"actual_ms": round(actual * 1000, 3), "limit_ms": self.limit * 1000,
                                            "samples": len(lat)},
                            None if ok else f"Actual {actual * 1000:,.1f} ms / Limit {self.limit * 1000:,.1f} ms "
-                                           f"({self.stat} of {len(lat):,} {self.op} operations, from {self.basis})")
+                                           f"({self.stat} of {len(lat):,} {self.op} operations, from {self.basis})",
+                           chances=len(lat), chance_kind=f"completed {self.op} operations")
+
+
+@dataclass(frozen=True)
+class ErrorBudget:
+    """At most ``limit`` (a share) of each operation kind's completions may be errors."""
+
+    limit: float
+    op: str = "errors"
+
+    @property
+    def name(self) -> str:
+        return "error budget"
+
+    def __str__(self) -> str:
+        return f"errors:rate<={self.limit * 100:g}%"
+
+    def judge(self, ops: Iterable[Op]) -> CheckResult:
+        by_kind: dict[str, list[int]] = {}  # f -> [completed, errors]
+        codes: dict[str, int] = {}
+        refusals: dict[str, int] = {}
+        for op in ops:
+            if not op.done:
+                continue
+            row = by_kind.setdefault(op.f, [0, 0])
+            row[0] += 1
+            if is_error(op):
+                row[1] += 1
+                key = f"{op.f} {op.value}"
+                codes[key] = codes.get(key, 0) + 1
+            elif op.type == "fail":
+                key = f"{op.f} {op.value}"
+                refusals[key] = refusals.get(key, 0) + 1
+        total = sum(r[0] for r in by_kind.values())
+        errors = sum(r[1] for r in by_kind.values())
+        counts = {"actual": 0.0, "limit": self.limit, "unit": "share of operations", "operations": total,
+                  "errors": errors, "errors_by_kind": dict(sorted(codes.items())),
+                  "allowed_refusals": dict(sorted(refusals.items()))}
+        if not total:
+            return CheckResult(self.name, "unknown", counts, note="no completed operations to judge",
+                               chances=0, chance_kind="completed operations")
+        worst_kind, worst = max(((f, r[1] / r[0]) for f, r in by_kind.items()), key=lambda x: x[1])
+        counts["actual"] = round(worst, 6)
+        counts["worst_kind"] = worst_kind
+        ok = worst <= self.limit
+        first = None
+        if not ok:
+            n, e = by_kind[worst_kind]
+            top = sorted(((k, v) for k, v in codes.items() if k.startswith(worst_kind + " ")), key=lambda x: -x[1])[:3]
+            first = (f"Actual {worst:.2%} of {n:,} {worst_kind} operations ended in an error ({e:,}: "
+                     + ", ".join(f"{k.split(' ', 1)[1]} x{v:,}" for k, v in top)
+                     + f") / Limit {self.limit:.2%}: the target answered 5xx, timed out, reset or answered "
+                       f"off-contract")
+        return CheckResult(self.name, ok, counts, first, chances=total, chance_kind="completed operations")
+
+
+def is_error(op: Op) -> bool:
+    """An error, not an answer: info (5xx, timeout, reset, off-contract body) or a refused connection."""
+    return op.type == "info" or (op.type == "fail" and op.value == "connection_refused")
 
 
 def statistic(sorted_values: list[float], stat: str) -> float:
@@ -71,14 +142,30 @@ def statistic(sorted_values: list[float], stat: str) -> float:
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]  # nearest rank
 
 
-def parse_threshold(text: str) -> Threshold:
+def percentile_series(by_key: dict[int, list[float]], stat: str) -> list[tuple[float, float]]:
+    """``stat`` of each key's values, by the rule the SLOs are judged with (charts use this)."""
+    return [(k, statistic(sorted(by_key[k]), stat)) for k in sorted(by_key) if by_key[k]]
+
+
+def parse_threshold(text: str) -> "Threshold | ErrorBudget":
+    e = _ERRORS.match(text)
+    if e:
+        return ErrorBudget(float(e["num"]) / 100)
     m = _SLO.match(text)
     if not m:
-        raise UsageError("--slo", "OP:STAT<=LIMIT[ms|s][@intended|@send], e.g. reserve:p99<=100ms", text,
-                         "STAT is p50, p95, p99, p99.9, mean or max.")
+        raise UsageError("--slo", "OP:STAT<=LIMIT[ms|s][@intended|@send], e.g. reserve:p99<=100ms, or an error "
+                         "budget errors:rate<=N%", text, "STAT is p50, p95, p99, p99.9, mean or max.")
     value = float(m["num"]) / (1000 if (m["unit"] or "ms") == "ms" else 1)
     return Threshold(m["op"], m["stat"], value, m["basis"] or "intended")
 
 
-def parse_thresholds(texts: Iterable[str]) -> list[Threshold]:
+def parse_thresholds(texts: Iterable[str]) -> "list[Threshold | ErrorBudget]":
     return [parse_threshold(t) for text in texts for t in text.split(",") if t.strip()]
+
+
+def with_error_budget(texts: Iterable[str]) -> list[str]:
+    """The SLOs as given, plus the default error budget unless one of them is an error budget."""
+    texts = [t for text in texts for t in text.split(",") if t.strip()]
+    if not any(_ERRORS.match(t) for t in texts):
+        texts.append(DEFAULT_ERROR_BUDGET)
+    return texts

@@ -95,6 +95,26 @@ class FeedAnalysis:
             else:
                 user = op.args["user_id"]
                 self._following[id(op)] = (set(following.get(user, ())), set(ever.get(user, ())))
+        self._unfollow_pairs_by_user: dict[str, list[str]] = {}
+        for (user, author) in self._pair_events:
+            self._unfollow_pairs_by_user.setdefault(user, []).append(author)
+        self._publish_seqs_by_author: dict[str, list[int]] = {}
+        for pid in sorted(self.posts, key=lambda p: self._published_seq[p]):
+            self._publish_seqs_by_author.setdefault(str(self.posts[pid].get("author_id")), []).append(
+                self._published_seq[pid])
+        self._first_delete_by_author: dict[str, int] = {}
+        for pid, seq in self._deleted_seq.items():
+            post = self.posts.get(pid)
+            if post is not None:
+                author = str(post.get("author_id"))
+                self._first_delete_by_author[author] = min(self._first_delete_by_author.get(author, seq), seq)
+        # which posts each user has been shown, and when first (a post shown is certainly visible)
+        self._shown: dict[tuple[str, str], int] = {}
+        for op in self.reads:
+            for item in _items(op):
+                k = (op.args["user_id"], str(item.get("post_id")))
+                if k not in self._shown or op.complete_seq < self._shown[k]:
+                    self._shown[k] = op.complete_seq
         # an opaque cursor means "after the last item of the page that returned it"
         self.cursor_edge: dict[tuple[str, str], tuple[float, str]] = {}
         for op in self.reads:
@@ -119,6 +139,17 @@ class FeedAnalysis:
             if invoke_seq < op.complete_seq:
                 last = (f, certain and complete_seq < op.invoke_seq)
         return last is not None and last[0] == "unfollow" and last[1]
+
+    def followed_ever(self, op: Op) -> set[str]:
+        return self._following[id(op)][1]
+
+    def posts_before(self, author: str, seq: int) -> int:
+        """How many of ``author``'s posts were published (completed) before ``seq``."""
+        return bisect.bisect_left(self._publish_seqs_by_author.get(author, []), seq)
+
+    def shown_before(self, user: str, post_id: str, seq: int) -> bool:
+        """This user was shown the post by a read that completed before ``seq``."""
+        return self._shown.get((user, post_id), seq) < seq
 
     def bound(self, op: Op) -> tuple[float, str] | None:
         """The key a read's page must stay below (None: a cursor no recorded page returned)."""
@@ -173,7 +204,12 @@ def _items(op: Op) -> list[dict[str, Any]]:
     return list(op.value.get("items") or [])
 
 
+def _multi_item_reads(a: FeedAnalysis) -> int:
+    return sum(1 for op in a.reads if len(_items(op)) > 1)
+
+
 def feed_is_newest_first(a: FeedAnalysis) -> CheckResult:
+    """Every page lists its posts newest first (created_at descending, ties by post id)."""
     v = Violations()
     for op in a.reads:
         keys = [_key(i) for i in _items(op)]
@@ -182,38 +218,54 @@ def feed_is_newest_first(a: FeedAnalysis) -> CheckResult:
                 v.add(f"{op.args['user_id']!r}'s feed put post {y[1]} (t={y[0]:.3f}) after {x[1]} (t={x[0]:.3f}): "
                       f"not newest first (ties by post id)", op)
                 break
-    return v.result("feed_is_newest_first", {"reads": len(a.reads)})
+    return v.result("feed_is_newest_first", {"reads": len(a.reads)}, chances=_multi_item_reads(a),
+                    chance_kind="pages of two posts or more")
 
 
 def no_duplicate_items(a: FeedAnalysis) -> CheckResult:
+    """No page shows one post twice."""
     v = Violations()
     for op in a.reads:
         ids = [i["post_id"] for i in _items(op)]
         if len(ids) != len(set(ids)):
             v.add(f"{op.args['user_id']!r}'s page shows a post twice: "
                   f"{sorted({i for i in ids if ids.count(i) > 1})}", op)
-    return v.result("no_duplicate_items", {"reads": len(a.reads)})
+    return v.result("no_duplicate_items", {"reads": len(a.reads)}, chances=_multi_item_reads(a),
+                    chance_kind="pages of two posts or more")
 
 
 def deleted_posts_never_shown(a: FeedAnalysis) -> CheckResult:
+    """A post whose delete returned never shows in a read invoked after that."""
     v = Violations()
+    chances = 0
     for op in a.reads:
+        # a chance: a read after some followed author's post was deleted
+        chances += any(a._first_delete_by_author.get(author, op.invoke_seq) < op.invoke_seq
+                       for author in a.followed_ever(op))
         for item in _items(op):
             if a.deleted_before(op, str(item["post_id"])):
                 v.add(f"{op.args['user_id']!r}'s feed shows post {item['post_id']} after its delete returned", op)
                 break
-    return v.result("deleted_posts_never_shown", {"reads": len(a.reads)})
+    return v.result("deleted_posts_never_shown", {"reads": len(a.reads)}, chances=chances,
+                    chance_kind="reads after a followed author's post was deleted")
 
 
 def unfollowed_authors_never_shown(a: FeedAnalysis) -> CheckResult:
+    """After an unfollow returns, the reader's feed shows none of that author's posts (until a refollow)."""
     v = Violations()
+    chances = 0
     for op in a.reads:
+        # a chance: a read while an author with posts is certainly unfollowed by this reader
+        user = op.args["user_id"]
+        chances += any(a.unfollowed_before(op, author) and a.posts_before(author, op.invoke_seq)
+                       for author in a._unfollow_pairs_by_user.get(user, ()))
         for item in _items(op):
             if a.unfollowed_before(op, str(item["author_id"])):
                 v.add(f"{op.args['user_id']!r}'s feed shows {item['author_id']!r}'s post {item['post_id']} after the "
                       f"unfollow returned", op)
                 break
-    return v.result("unfollowed_authors_never_shown", {"reads": len(a.reads)})
+    return v.result("unfollowed_authors_never_shown", {"reads": len(a.reads)}, chances=chances,
+                    chance_kind="reads while an author with posts was unfollowed")
 
 
 def feed_matches_pull_model(a: FeedAnalysis) -> CheckResult:
@@ -244,7 +296,8 @@ def feed_matches_pull_model(a: FeedAnalysis) -> CheckResult:
             missing = live[len(got)]
             v.add(f"{op.args['user_id']!r}'s settled feed stops after {len(got)} posts; the model has "
                   f"{min(limit, guaranteed)} within the inbox cap (first missing {missing[1]})", op)
-    return v.result("feed_matches_pull_model", {"quiet_reads": judged})
+    return v.result("feed_matches_pull_model", {"quiet_reads": judged}, chances=judged,
+                    chance_kind="quiet reads (no write overlapped them)")
 
 
 def _in_order_within(got: list[tuple[float, str]], live: list[tuple[float, str]]) -> bool:
@@ -253,7 +306,16 @@ def _in_order_within(got: list[tuple[float, str]], live: list[tuple[float, str]]
 
 
 def pages_do_not_skip_or_repeat(a: FeedAnalysis) -> CheckResult:
-    """Following next_cursor never shows a post twice and never goes back in time."""
+    """Following next_cursor never shows a post twice, never goes back in time, and never
+    skips a post that was certainly visible.
+
+    A skip: the next page leaves out a live post of a followed author that lies between
+    the previous page's last post and this page's last one (or anywhere after the cursor,
+    on a short page), though that post was certainly visible: this user had been shown
+    it already, or it was published a whole window before, or the target reports its
+    fan-out settled. Judged on quiet pages only (no write overlapped them), within the
+    posts the inbox cap guarantees.
+    """
     v = Violations()
     chains = 0
     last_page: dict[tuple[str, str], Op] = {}
@@ -264,35 +326,73 @@ def pages_do_not_skip_or_repeat(a: FeedAnalysis) -> CheckResult:
             prev = last_page.get((op.args["user_id"], _cursor_id(cursor)))
             if prev is not None:
                 chains += 1
-                before = {i["post_id"] for i in _items(prev)}
-                edge = _key(_items(prev)[-1]) if _items(prev) else None
-                for item in _items(op):
-                    if item["post_id"] in before or (edge is not None and not _key(item) < edge):
-                        v.add(f"{op.args['user_id']!r}: the page after cursor {cursor} repeats or goes back to "
-                              f"post {item['post_id']}", prev, op)
-                        break
+                _judge_page_turn(a, v, prev, op, cursor)
         if nxt:
             last_page[(op.args["user_id"], _cursor_id(nxt))] = op
-    return v.result("pages_do_not_skip_or_repeat", {"page_chains": chains})
+    return v.result("pages_do_not_skip_or_repeat", {"page_chains": chains}, chances=chains,
+                    chance_kind="page turns (a read with the cursor a recorded page returned)")
+
+
+def _judge_page_turn(a: FeedAnalysis, v: Violations, prev: Op, op: Op, cursor: Any) -> None:
+    user = op.args["user_id"]
+    before = {i["post_id"] for i in _items(prev)}
+    edge = _key(_items(prev)[-1]) if _items(prev) else None
+    for item in _items(op):
+        if item["post_id"] in before or (edge is not None and not _key(item) < edge):
+            v.add(f"{user!r}: the page after cursor {cursor} repeats or goes back to post {item['post_id']}",
+                  prev, op)
+            return
+    if not a.quiet(op):
+        return
+    got = [_key(i) for i in _items(op)]
+    limit = int(op.args.get("limit") or 20)
+    model = a.model(op, upto=min(got) if got else None)
+    if model is None:
+        return
+    live, guaranteed = model
+    shown = set(got)
+    floor = got[-1] if len(got) >= limit else (float("-inf"), "")  # a full page only vouches down to its end
+    settled = op.value.get("backlog") == 0
+    for key in live[:guaranteed]:
+        if key <= floor:
+            break
+        if key in shown:
+            continue
+        visible = (settled or a.shown_before(user, key[1], op.invoke_seq)
+                   or op.invoke_time - a.published_at.get(key[1], op.invoke_time) >= a.window)
+        if visible:
+            v.add(f"{user!r}: the page after cursor {cursor} skips post {key[1]} (t={key[0]:.3f}), which was "
+                  f"certainly visible and lies between the previous page's last post and this page's end", prev, op)
+            return
 
 
 def inbox_capped(a: FeedAnalysis) -> CheckResult:
+    """No inbox holds more than the cap (the target's own ``inbox_size``, where it reports one)."""
     sizes = [op.value["inbox_size"] for op in a.reads if isinstance(op.value.get("inbox_size"), int)]
     if not sizes:
         return CheckResult("inbox_capped", "unknown", {"reads_with_size": 0},
-                           note="the target does not report inbox sizes")
+                           note="the target does not report inbox_size (optional in the contract): the cap "
+                                "cannot be observed", chances=0, chance_kind="reads of users whose followed "
+                                                                              "authors published more than the cap")
     v = Violations()
+    chances = 0
     for op in a.reads:
         size = op.value.get("inbox_size")
-        if isinstance(size, int) and size > a.inbox_cap:
+        if not isinstance(size, int):
+            continue
+        # a chance: the reader's followed authors had published more posts than the cap
+        chances += sum(a.posts_before(author, op.invoke_seq) for author in a.followed_ever(op)) > a.inbox_cap
+        if size > a.inbox_cap:
             v.add(f"{op.args['user_id']!r}'s inbox holds {size} entries (cap {a.inbox_cap})", op)
-    return v.result("inbox_capped", {"largest_inbox": max(sizes)})
+    return v.result("inbox_capped", {"largest_inbox": max(sizes)}, chances=chances,
+                    chance_kind="reads of users whose followed authors published more than the cap")
 
 
 def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
     """G2: a followed author's post published ``window`` s before a first-page read is in it
     (unless the page is full of newer posts)."""
     v = Violations()
+    chances = 0
     for op in a.reads:
         if op.args.get("cursor"):
             continue
@@ -300,6 +400,8 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
         limit = int(op.args.get("limit") or 20)
         got = [_key(i) for i in _items(op)]
         shown = set(got)
+        # a chance: a first page whose model holds a post older than the window
+        chances += any(op.invoke_time - a.published_at.get(k[1], op.invoke_time) >= a.window for k in live[:limit])
         for key in live[:limit]:
             age = op.invoke_time - a.published_at.get(key[1], op.invoke_time)
             if key in shown:
@@ -308,7 +410,8 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
                 v.add(f"{op.args['user_id']!r}'s feed lacks post {key[1]} published {age:.1f} s before the read "
                       f"(window {a.window:g} s)", op)
                 break
-    return v.result("posts_visible_within_window", {"reads": len(a.reads)})
+    return v.result("posts_visible_within_window", {"reads": len(a.reads)}, chances=chances,
+                    chance_kind="first pages due to show a post older than the window")
 
 
 FEED_CHECKS = (feed_is_newest_first, deleted_posts_never_shown, unfollowed_authors_never_shown, no_duplicate_items,

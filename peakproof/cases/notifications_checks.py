@@ -86,7 +86,15 @@ def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
             extra += len(ds) - 1
             v.add(f"event {key[0]!r} reached recipient {key[1]!r} {len(ds)} times, on "
                   + ", ".join(d["channel"] for d in ds), *[(d["channel"], d["at"]) for d in ds[:3]])
-    return v.result("one_delivery_per_event", {"duplicate_deliveries": extra, "delivered": len(a.delivered)})
+    # a chance: a notification the target called more than once for, or accepted more than once
+    notifies: dict[tuple[str, str], int] = defaultdict(int)
+    for op in a.ops:
+        if op.f == "notify" and op.done:
+            notifies[(op.args["event_id"], op.args["recipient_id"])] += 1
+    chances = sum(1 for k in set(a.calls_by_key) | set(notifies)
+                  if len(a.calls_by_key.get(k, ())) > 1 or notifies.get(k, 0) > 1)
+    return v.result("one_delivery_per_event", {"duplicate_deliveries": extra, "delivered": len(a.delivered)},
+                    chances=chances, chance_kind="notifications retried or replayed")
 
 
 def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -> CheckResult:
@@ -96,27 +104,36 @@ def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -
     ratio = delivered / n if n else 1.0
     ok = ratio >= threshold
     return CheckResult("delivery_ratio_at_least", ok if n else "unknown",
-                       {"actual": f"{ratio:.4f}", "limit": f">= {threshold:.2f}", "accepted": n,
+                       {"actual": round(ratio, 4), "limit": threshold, "unit": "ratio (>=)", "accepted": n,
                         "delivered": delivered},
                        None if ok else f"Actual {ratio:.4f} / Limit {threshold:.2f}: {n - delivered:,} of {n:,} "
-                                       f"accepted notifications never reached their recipient")
+                                       f"accepted notifications never reached their recipient",
+                       note=None if n else "no notification was accepted", chances=n,
+                       chance_kind="accepted notifications")
 
 
 def attempt_budget_respected(a: NotificationsAnalysis) -> CheckResult:
     """At most ``budget`` provider calls per (event, recipient)."""
     v = Violations()
+    chances = 0
     for key, cs in a.calls_by_key.items():
+        # a chance: the budget was reached, or every call so far failed (a careless target calls again)
+        chances += len(cs) >= a.budget or not any(c["outcome"] in ("ok", "ack_lost") for c in cs)
         if len(cs) > a.budget:
             v.add(f"event {key[0]!r} for {key[1]!r}: {len(cs)} provider calls (budget {a.budget})",
                   [(c["channel"], c["outcome"]) for c in cs])
     total = len(a.calls)
     return v.result("attempt_budget_respected", {"calls": total,
-                                                 "calls_per_notification": round(total / max(1, len(a.accepted)), 3)})
+                                                 "calls_per_notification": round(total / max(1, len(a.accepted)), 3)},
+                    chances=chances, chance_kind="notifications that reached the budget or had only failed calls")
 
 
 def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckResult:
+    """After a channel answers *permanent* (a dead address) for a notification, it is never called again for it."""
     v = Violations()
+    chances = 0
     for key, cs in a.calls_by_key.items():
+        chances += any(c["outcome"] == "permanent" for c in cs)
         dead: set[str] = set()
         for c in cs:
             if c["channel"] in dead:
@@ -125,7 +142,8 @@ def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckR
                 break
             if c["outcome"] == "permanent":
                 dead.add(c["channel"])
-    return v.result("no_retry_after_permanent_on_same_channel", {"notifications": len(a.calls_by_key)})
+    return v.result("no_retry_after_permanent_on_same_channel", {"notifications": len(a.calls_by_key)},
+                    chances=chances, chance_kind="notifications with a permanent failure")
 
 
 def _window_before(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int, int]:
@@ -182,19 +200,23 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
                   f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
-    return v.result("preference_respected", {"first_calls": firsts})
+    return v.result("preference_respected", {"first_calls": firsts}, chances=firsts,
+                    chance_kind="first calls of recipients with a preference")
 
 
 def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
     """A channel is skipped (breaker open) only after transient failures, never for permanent ones."""
     v = Violations()
-    skips = 0
+    skips = chances = 0
     for key, cs in a.calls_by_key.items():
         r = a.recipients.get(key[1])
         if r is None or not cs:
             continue
         preferred = r["channels"][0]
         first = cs[0]
+        # a chance: the preferred channel's recent permanent failures would open a breaker that counted them
+        _, tr, pe = _window_before(a, preferred, first["at"])
+        chances += tr < a.suspicious_below <= tr + pe
         if preferred in {c["channel"] for c in _first_round(cs)}:
             continue
         skips += 1
@@ -204,7 +226,8 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
             v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
                   f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
                   first)
-    return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips})
+    return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
+                    chance_kind="first calls while permanent failures alone would open a breaker")
 
 
 def status_matches_providers(a: NotificationsAnalysis) -> CheckResult:
@@ -226,15 +249,18 @@ def status_matches_providers(a: NotificationsAnalysis) -> CheckResult:
         elif status == "delivered" and n.get("channel") not in {d["channel"] for d in delivered}:
             v.add(f"notification {nid} names channel {n.get('channel')!r}; the providers delivered it on "
                   + ", ".join(d["channel"] for d in delivered), op)
-    return v.result("status_matches_providers", {"notifications_read": len(last)})
+    return v.result("status_matches_providers", {"notifications_read": len(last)}, chances=len(last),
+                    chance_kind="notifications whose status was read")
 
 
 def status_moves_forward(a: NotificationsAnalysis) -> CheckResult:
     """queued -> sending -> delivered | failed; never back, never from one end to the other."""
     v = Violations()
     seen: dict[str, tuple[str, Op]] = {}
+    reads: dict[str, int] = defaultdict(int)
     for op in sorted((o for o in a.ops if o.f == "get_notification" and o.type == OK), key=lambda o: o.invoke_seq):
         nid, status = op.args["notification_id"], op.value.get("status")
+        reads[nid] += 1
         if status not in STATUS_RANK:
             v.add(f"notification {nid}: unknown status {status!r}", op)
             continue
@@ -244,7 +270,8 @@ def status_moves_forward(a: NotificationsAnalysis) -> CheckResult:
                     STATUS_RANK[status] < STATUS_RANK[before] or (STATUS_RANK[before] == 2 and status != before)):
                 v.add(f"notification {nid}: status went from {before} to {status}", prev, op)
         seen[nid] = (status, op)
-    return v.result("status_moves_forward", {"notifications_read": len(seen)})
+    return v.result("status_moves_forward", {"notifications_read": len(seen)},
+                    chances=sum(1 for n in reads.values() if n > 1), chance_kind="notifications read twice or more")
 
 
 def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
@@ -274,7 +301,8 @@ def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
             if len(subject) > fm.EMAIL_SUBJECT_MAX or "\r" in subject or "\n" in subject or "<" in stripped:
                 v.add(f"e-mail for {c['event_id']!r}: subject {subject[:40]!r} ({len(subject)} chars) or an "
                       f"unescaped body", html.escape(stripped[:80]))
-    return v.result("formatting_within_channel_limits", {"messages": checked})
+    return v.result("formatting_within_channel_limits", {"messages": checked}, chances=checked,
+                    chance_kind="messages the providers received")
 
 
 def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckResult:
@@ -284,13 +312,16 @@ def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckRe
         if op.args.get("priority") == "urgent" and a.delivered.get(key):
             lat.append(min(d["at"] for d in a.delivered[key]) - op.invoke_time)
     if not lat:
-        return CheckResult("urgent mean delivery latency", "unknown", {"samples": 0})
+        return CheckResult("urgent mean delivery latency", "unknown", {"samples": 0},
+                           note="no urgent notification was delivered", chances=0,
+                           chance_kind="urgent notifications delivered")
     mean = sum(lat) / len(lat)
     ok = mean <= limit
     return CheckResult("urgent mean delivery latency", ok,
                        {"actual_ms": round(mean * 1000, 1), "limit_ms": limit * 1000, "samples": len(lat)},
                        None if ok else f"Actual {mean:.2f} s / Limit {limit:.2f} s (mean over {len(lat):,} urgent "
-                                       f"notifications delivered)")
+                                       f"notifications delivered)", chances=len(lat),
+                       chance_kind="urgent notifications delivered")
 
 
 def _addressed(r: dict[str, Any]) -> list[str]:

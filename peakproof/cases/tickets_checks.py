@@ -123,7 +123,10 @@ class TicketsAnalysis:
             r = _Reservation(ep.quota_id, ep.index, int(op.args.get("quantity", 0)), _key(op))
             r.reserves.append(op)
             ep.reservations.append(r)
+        self.confirm_attempts: dict[str, list[Op]] = {}  # every answered confirm, refusals included
         for op in ops:
+            if op.f == "confirm" and op.done:
+                self.confirm_attempts.setdefault(op.args.get("reservation_id"), []).append(op)
             if op.f in ("confirm", "cancel") and op.type in (OK, INFO):
                 r = by_id.get(op.args.get("reservation_id"))
                 if r is not None:
@@ -267,9 +270,16 @@ def no_oversell(history: History | Iterable[Op] | TicketsAnalysis, tolerance: To
     v = Violations()
     worst, info_res, sold_units = 0, 0, 0
     unknown = False
+    chances = 0
     for ep in a.epochs.values():
         if ep.capacity is None:
             continue
+        # An oversell needs more demand than stock: only then could a wrong decision sell too much.
+        demand = sum(r.quantity for r in ep.reservations) + sum(
+            op.args.get("quantity", 0) for op in ep.rejections if isinstance(op.args.get("quantity"), int))
+        if demand > ep.capacity:
+            chances += sum(1 for r in ep.reservations for op in r.reserves + r.confirms if op.type == OK)
+            chances += len(ep.reads)
         certain = [(s, e, r.quantity, r.label()) for r in ep.reservations for s, e in r._certain]  # type: ignore[attr-defined]
         best, at, live = _sweep(certain)
         worst = max(worst, best - ep.capacity)
@@ -290,7 +300,8 @@ def no_oversell(history: History | Iterable[Op] | TicketsAnalysis, tolerance: To
                       f"> capacity {ep.capacity:,}", op)
     return v.result("no_oversell", {"oversold_units": max(0, worst), "sold_units": sold_units,
                                     "info_reservations": info_res}, unknown=unknown,
-                    note="info reservations could explain an oversell; outcome unknown" if unknown else None)
+                    note="info reservations could explain an oversell; outcome unknown" if unknown else None,
+                    chances=chances, chance_kind="holds, sales and reads on a quota asked for more than its capacity")
 
 
 def stock_is_conserved(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
@@ -314,7 +325,7 @@ def stock_is_conserved(history: History | Iterable[Op] | TicketsAnalysis, tolera
                       f"{av + held + sold:,}, not the capacity {cap:,}", op)
             elif ep.capacity is not None and cap != ep.capacity:
                 v.add(f"quota {ep.quota_id!r}: read capacity {cap:,}, set up as {ep.capacity:,}", op)
-    return v.result("stock_is_conserved", {"reads": reads})
+    return v.result("stock_is_conserved", {"reads": reads}, chances=reads, chance_kind="quota reads")
 
 
 def no_valid_rejection(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
@@ -326,9 +337,10 @@ def no_valid_rejection(history: History | Iterable[Op] | TicketsAnalysis, tolera
     a = _analysis(history, tolerance)
     v = Violations()
     rejections = 0
+    chances = 0
     for ep in a.epochs.values():
         rejections += len(ep.rejections)
-        if ep.capacity is None or not ep.rejections:
+        if ep.capacity is None:
             continue
         possible = sorted(((s, e, r.quantity) for r in ep.reservations for s, e in [r._possible]),  # type: ignore[attr-defined]
                           key=lambda x: x[0])
@@ -337,17 +349,27 @@ def no_valid_rejection(history: History | Iterable[Op] | TicketsAnalysis, tolera
         ends_sorted = sorted((p[1], p[2]) for p in possible)
         ends = [e for e, _ in ends_sorted]
         end_sums = _prefix(q for _, q in ends_sorted)
-        for op in ep.rejections:
+        def free_during(op: Op) -> int:
             # Holds that may overlap [invoke, complete]: started before it completed, minus
             # those certainly released before it was invoked.
             started = start_sums[bisect.bisect_left(starts, op.complete_seq)]
             released = end_sums[bisect.bisect_right(ends, op.invoke_seq)]
-            free = ep.capacity - (started - released)
+            return ep.capacity - (started - released)  # type: ignore[operator]
+
+        # A chance: a request decided while enough stock was certainly free (a refusal then is the bug).
+        for r in ep.reservations:
+            for op in r.reserves:
+                if op.type == OK and op is r.reserves[0] and isinstance(op.args.get("quantity"), int):
+                    chances += free_during(op) + r.quantity >= op.args["quantity"]
+        for op in ep.rejections:
+            free = free_during(op)
             want = op.args.get("quantity")
             if isinstance(want, int) and free >= want:
+                chances += 1
                 v.add(f"quota {ep.quota_id!r}: {op.args.get('buyer_id')!r} asked {want} and was refused "
                       f"({op.value}) while at least {free:,} of {ep.capacity:,} units were certainly free", op)
-    return v.result("no_valid_rejection", {"rejections": rejections})
+    return v.result("no_valid_rejection", {"rejections": rejections}, chances=chances,
+                    chance_kind="reservations decided while enough stock was certainly free")
 
 
 def reservation_is_idempotent(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
@@ -355,6 +377,13 @@ def reservation_is_idempotent(history: History | Iterable[Op] | TicketsAnalysis,
     a = _analysis(history, tolerance)
     v = Violations()
     keys = replays = 0
+    seen: set[tuple[str, str, str]] = set()
+    chances = 0
+    for op in a.ops:  # a chance: a request that reuses a key already sent (a retry, or another quantity)
+        if op.f == "reserve" and op.done and op.value != "connection_refused":
+            k = _key(op)
+            chances += k in seen
+            seen.add(k)
     for key, rs in a.by_key.items():
         keys += 1
         oks = [op for r in rs for op in r.reserves if op.type == OK]
@@ -366,25 +395,30 @@ def reservation_is_idempotent(history: History | Iterable[Op] | TicketsAnalysis,
             if op.args.get("quantity") != rs[0].quantity:
                 v.add(f"key {key}: asked {op.args.get('quantity')} after the key held {rs[0].quantity}; "
                       f"expected 422 idempotency_key_reused, got ok", op)
-    return v.result("reservation_is_idempotent", {"keys": keys, "replays": replays})
+    return v.result("reservation_is_idempotent", {"keys": keys, "replays": replays}, chances=chances,
+                    chance_kind="requests that reused an idempotency key")
 
 
 def expired_hold_is_never_sold(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
     """A confirm that began after the hold expired never succeeds."""
     a = _analysis(history, tolerance)
     v = Violations()
-    late = 0
-    for r in a.by_id.values():
-        if r.expires_at is None or not r.confirms:
+    late = chances = 0
+    for rid, r in a.by_id.items():
+        attempts = a.confirm_attempts.get(rid, [])
+        if r.expires_at is None or not attempts:
             continue
         limit = r.expires_at + a.tol.skew
-        in_time = [op for op in r.confirms if op.invoke_time <= limit]
-        for op in r.confirms:
-            if op.type == OK and op.invoke_time > limit and not in_time:
-                late += 1
-                v.add(f"{r.label()} expired at t={r.expires_at:.3f} but a confirm sent at "
-                      f"t={op.invoke_time:.3f} sold it", op)
-    return v.result("expired_hold_is_never_sold", {"late_confirms_sold": late})
+        in_time = [op for op in r.confirms if op.invoke_time <= limit]  # ok or info: may have sold it in time
+        for op in attempts:
+            if op.invoke_time > limit and not in_time:
+                chances += 1  # a confirm sent after the hold lapsed, with no earlier one that may have sold it
+                if op.type == OK:
+                    late += 1
+                    v.add(f"{r.label()} expired at t={r.expires_at:.3f} but a confirm sent at "
+                          f"t={op.invoke_time:.3f} sold it", op)
+    return v.result("expired_hold_is_never_sold", {"late_confirms_sold": late}, chances=chances,
+                    chance_kind="confirms sent after their hold expired")
 
 
 def units_return_exactly_once(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
@@ -395,7 +429,7 @@ def units_return_exactly_once(history: History | Iterable[Op] | TicketsAnalysis,
     """
     a = _analysis(history, tolerance)
     v = Violations()
-    checked = 0
+    checked = chances = 0
     for ep in a.epochs.values():
         if ep.capacity is None or not ep.reads:
             continue
@@ -410,13 +444,16 @@ def units_return_exactly_once(history: History | Iterable[Op] | TicketsAnalysis,
             held_for_sure = sum(q for s, e, q in certain if s < lo_inv and e > hi_comp)
             held_maybe = sum(q for s, e, q in possible if s < hi_comp and e > lo_inv)
             top, bottom = ep.capacity - held_for_sure, ep.capacity - held_maybe
+            # a chance: a read after some units were certainly released (cancelled or lapsed)
+            chances += any(e <= lo_inv for s, e, q in possible)
             if av > top:
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at least {held_for_sure:,} units "
                       f"were held or sold (at most {top:,} free): units returned twice or a write was lost", op)
             elif av < bottom:
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at most {held_maybe:,} units "
                       f"could be held or sold (at least {bottom:,} free): units never returned", op)
-    return v.result("units_return_exactly_once", {"reads_checked": checked})
+    return v.result("units_return_exactly_once", {"reads_checked": checked}, chances=chances,
+                    chance_kind="reads after units were released")
 
 
 TICKETS_CHECKS = (no_oversell, stock_is_conserved, no_valid_rejection, reservation_is_idempotent,

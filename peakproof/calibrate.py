@@ -1,0 +1,103 @@
+"""Fit the load to the machine, honestly: measure what this machine's generator offers on
+one process before the load, and size ``--scale auto`` from it.
+
+Machines of one kind differ 2-3x, so no fixed default holds everywhere. The case's
+calibration scenario (a Locust run of rising constant-rate steps of the case's commonest
+request) finds the highest rate that one process still sends on time (>= 98% within
+100 ms of their instants) and, when the target shares this machine, that the target
+still answers within the case's limit. The load then runs at ``headroom`` of it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .case import Case
+
+
+@dataclass
+class CalibrationResult:
+    scenario: str
+    rate: float  # arrivals/s one process offered on time (0: not even the first step)
+    top: float = 0.0
+    latency_checked: bool = False
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.rate > 0
+
+    def sentence(self) -> str:
+        if self.error:
+            return f"calibration failed: {self.error}"
+        what = "with the target answering in time" if self.latency_checked else "on time"
+        return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what})"
+
+
+def run_calibration(case: Case, url: str, loadtests: Path, *, latency: bool, admin_token: str | None = None,
+                    extra: list[str] | None = None, timeout: float = 120.0) -> CalibrationResult:
+    """One Locust process, the case's calibration scenario, against ``url``."""
+    import time
+
+    with tempfile.TemporaryDirectory(prefix="peakproof-calibrate-") as tmp:
+        out = Path(tmp) / "calibration.json"
+        cmd = [sys.executable, "-m", "locust", "-f", str(loadtests), "--headless", "--host", url,
+               "--scenario", case.calibration, "--calibration-out", str(out), "--only-summary",
+               "--loglevel", "WARNING", "--report-dir", tmp]
+        if latency:
+            cmd.append("--calibrate-latency")
+        if admin_token:
+            cmd += ["--admin-token", admin_token]
+        cmd += extra or []
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return CalibrationResult(case.calibration, 0.0, error=f"no result within {timeout:.0f} s")
+        seconds = time.monotonic() - t0
+        if not out.exists():
+            tail = (proc.stderr or proc.stdout).strip()[-800:]
+            return CalibrationResult(case.calibration, 0.0, error=f"Locust exited {proc.returncode}: {tail}",
+                                     seconds=seconds)
+        doc = json.loads(out.read_text())
+    err = doc.get("error")
+    if doc.get("harness_errors"):
+        err = f"the calibration scenario raised: {doc['harness_errors'][0].splitlines()[0]}"
+    return CalibrationResult(doc.get("scenario", case.calibration), float(doc.get("rate", 0.0)),
+                             float(doc.get("top", 0.0)), bool(doc.get("latency_checked")), doc.get("steps", []),
+                             err, seconds)
+
+
+def auto_scale(case: Case, cal: CalibrationResult, peak_rate: float, processes: int = 1) -> float:
+    """The largest scale whose peak fits ``headroom`` of what the calibration measured.
+
+    ``peak_rate``: the scenario's arrivals/s at scale 1 on the adjusted axis (tickets: 20,000 /
+    ``--scale``; the feed: its rate per unit of ``--time-scale``). Rounded down to two
+    significant digits so that the figure printed is the figure run.
+    """
+    if not cal.ok or peak_rate <= 0:
+        return 0.0
+    raw = case.headroom * cal.rate * max(1, processes) / peak_rate
+    return _round_down(raw)
+
+
+def _round_down(x: float, digits: int = 2) -> float:
+    if x <= 0:
+        return 0.0
+    exp = math.floor(math.log10(x)) - digits + 1
+    step = 10 ** exp
+    return round(math.floor(x / step + 1e-9) * step, max(0, -exp))
+
+
+def processes_for(peak_rate: float, per_process: float) -> int:
+    """Generator processes/machines the full peak needs at this machine's per-process rate."""
+    return max(1, math.ceil(peak_rate / per_process)) if per_process > 0 else 0

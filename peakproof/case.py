@@ -1,0 +1,120 @@
+"""One record per case: what every entry point (``peakproof run``, ``serve``, the launcher,
+the calibration) reads, so the cases cannot drift apart in per-case ``if`` chains.
+
+A :class:`Case` says how the case's reference target is served, which scenarios replay its
+peak (and its faults), what its peak rate is at the seed's full scale, how ``--scale`` and
+``--time-scale`` default, and what the case needs beside its target (the provider
+simulator for notifications).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    path: str  # where the reference target serves the case's API, e.g. "/tickets"
+    title: str
+    policies: tuple[str, ...]  # the first is the seed's choice (the default)
+    scenarios: tuple[str, ...]  # the peak
+    faults: tuple[str, ...] = ()  # run with --faults
+    calibration: str = ""  # the Locust scenario that measures what this machine offers
+    default_scale: float = 0.1  # used when no calibration can run
+    max_auto_scale: float = 1.0
+    default_time_scale: float = 24.0
+    # A share of the calibrated capacity the load may use. The calibration probes the case's
+    # cheapest request for half a second a step; the scenario mixes heavier ones for longer.
+    headroom: float = 0.5
+    needs_providers: bool = False
+    fresh_target_per_scenario: bool = False  # a load run leaves a big state behind (the feed's graph)
+    scenario_scale: dict[str, float] = field(default_factory=dict)  # a fault's scale as a share of --scale
+    served_options: Callable[[argparse.Namespace], dict[str, object]] = lambda args: {}
+    load_args: Callable[[argparse.Namespace], list[str]] = lambda args: []
+    property_args: Callable[[argparse.Namespace], list[str]] = lambda args: []
+    scale_axis: str = "scale"  # what --scale auto adjusts: "scale" (rate and size) or "time_scale" (feed)
+    peak_rate: Callable[[], float] = lambda: 0.0  # the seed's full peak, arrivals/s
+    # a stage that needs no server (the reference target only): (name, results, detail)
+    in_process_stage: Callable[[argparse.Namespace], tuple[str, list[Any], str]] | None = None
+
+    @property
+    def default_policy(self) -> str:
+        return self.policies[0]
+
+    def all_scenarios(self, faults: bool) -> tuple[str, ...]:
+        return self.scenarios + (self.faults if faults else ())
+
+
+def _notifications_served(args: argparse.Namespace) -> dict[str, object]:
+    # the seed's 30 s rounds, shrunk like the scenario's
+    return {"provider_url": args.provider_url, "backoff": 30.0 / args.time_scale,
+            "breaker_cool_down": max(1.0, 10.0 / args.time_scale)}
+
+
+def _with_duration(args: argparse.Namespace) -> list[str]:
+    return ["--duration", str(args.duration)]
+
+
+def _notifications_load(args: argparse.Namespace) -> list[str]:
+    return ["--provider-url", args.provider_url, "--duration", str(args.duration)]
+
+
+def _notifications_properties(args: argparse.Namespace) -> list[str]:
+    return ["--provider-url", args.provider_url] if args.provider_url else []
+
+
+def _tickets_seed_opening(args: argparse.Namespace) -> tuple[str, list[Any], str]:
+    """The seed's full opening (200,000 requests, 5,000 quota) in process, in virtual time."""
+    from .cases.tickets import InProcessTickets, OpeningWorkload, check_tickets, replay_opening
+
+    driver = InProcessTickets(policy=args.policy or "pessimistic")
+    quota, history = replay_opening(driver, OpeningWorkload())
+    # The opening alone (no window phase): it judges the promises of the opening; the load
+    # scenario judges all six, retries, late payments and returns included.
+    judged = [r for r in check_tickets(history, driver.tolerance) if r.name in OPENING_PROMISES]
+    return ("seed-scale opening in process (200,000 requests, 5,000 quota; " + ", ".join(OPENING_PROMISES) + ")",
+            judged, f"quota-row lock taken {driver.core.lock_acquisitions(quota):,} times")
+
+
+OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
+
+
+def _feed_peak() -> float:
+    from .models.feed import compute
+
+    h = compute()["fan_out_models"]
+    return float(h["peak_feed_requests_per_s"] + h["peak_posts_per_s"])
+
+
+CASES: dict[str, Case] = {
+    "tickets": Case(
+        "tickets", "/tickets", "Case T: the ticket opening", ("pessimistic", "optimistic", "none"),
+        ("tickets-opening",), calibration="tickets-calibrate", default_scale=0.15, default_time_scale=24.0,
+        peak_rate=lambda: 20_000.0, in_process_stage=_tickets_seed_opening),
+    "notifications": Case(
+        "notifications", "/notifications", "Case N: notifications at peak", ("cascade", "single", "parallel"),
+        ("notifications-peak",),
+        ("notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"),
+        calibration="notifications-calibrate", default_scale=0.2, default_time_scale=24.0, headroom=0.4,
+        needs_providers=True, peak_rate=lambda: 1736.11,
+        # faults cost the target more per notification (timeouts held; 3x the arrivals in a flood)
+        scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,
+                        "notifications-reminder-flood": 0.25},
+        served_options=_notifications_served, load_args=_notifications_load, property_args=_notifications_properties),
+    "feed": Case(
+        "feed", "/feed", "Case F: the news feed at peak", ("hybrid", "push", "pull"),
+        ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate",
+        default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, fresh_target_per_scenario=True,
+        load_args=_with_duration, scale_axis="time_scale", peak_rate=_feed_peak),
+}
+
+
+def get_case(name: str) -> Case:
+    from .errors import UsageError
+
+    if name not in CASES:
+        raise UsageError("case", "one of " + ", ".join(CASES), name)
+    return CASES[name]

@@ -1,0 +1,147 @@
+"""Did the run offer the curve it was asked to? A pure judgement, testable without Locust.
+
+An arrival counts as offered only if it left within ``late_threshold`` of its instant.
+When too few did, the cause decides the outcome:
+
+* the pool of in-flight requests was full (the target's latency held it): the target
+  could not take the load: **False** (FAIL);
+* otherwise the generator's own CPU fell behind the curve: the harness did not test the
+  promise at the load asked for: **"unknown"** (INCONCLUSIVE), with the fix (a lower
+  ``--scale``, more ``--processes`` / workers) and, when a calibration ran, what this
+  machine offers per process.
+
+Service levels judged from the intended instant include the generator's lateness, so
+when the generator fell behind, an SLO that missed is not decided either
+(:func:`undecide_when_behind`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable
+
+from .checks import CheckResult
+from .history import Op
+from .report import Chart
+from .slo import percentile_series
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    late_threshold: float = 0.1
+    max_lateness: float = 2.0
+    offered_tolerance: float = 0.02
+    pool_size: int = 1000
+    processes: int = 1
+    calibrated_rate: float | None = None  # on-time arrivals/s one process offered in calibration
+    peak_rate: float | None = None  # the scenario's peak arrivals/s at scale 1 (the seed's)
+
+
+@dataclass
+class LoadCounters:
+    due: int = 0
+    sent: int = 0
+    late: int = 0
+    dropped: int = 0
+    pool_full: int = 0
+    dropped_by_second: dict[int, int] = field(default_factory=dict)
+
+
+def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: Iterable[float],
+                       s: LoadSettings) -> CheckResult:
+    """``planned``: the curve's intended offsets (s); ``sends``: actual send offsets (s)."""
+    target: dict[int, int] = {}
+    for t in planned:
+        target[int(t)] = target.get(int(t), 0) + 1
+    sent_by_sec: dict[int, int] = {}
+    for t in sends:
+        sent_by_sec[int(t)] = sent_by_sec.get(int(t), 0) + 1
+    c = counters
+    on_time_n = c.sent - c.late
+    on_time = on_time_n / c.due if c.due else 0.0
+    peak_target = max(target.values(), default=0)
+    peak_sent = max((sent_by_sec.get(sec, 0) for sec in target), default=0)
+    limit = 1 - s.offered_tolerance
+    counts = {"actual": round(on_time, 4), "limit": limit, "unit": "share of due arrivals sent on time",
+              "due": c.due, "planned": sum(target.values()), "sent": c.sent, "late": c.late, "dropped": c.dropped,
+              "pool_full": c.pool_full, "peak_target_per_s": peak_target, "peak_sent_per_s": peak_sent}
+    name = "offered_load_matches_curve"
+    if c.due == 0:
+        return CheckResult(name, "unknown", counts, note="no arrival was due: the run offered nothing",
+                           chances=0, chance_kind="due arrivals")
+    if on_time >= limit:
+        return CheckResult(name, True, counts, chances=c.due, chance_kind="due arrivals")
+    lim_ms = s.late_threshold * 1000
+    head = (f"Actual {on_time_n:,} of {c.due:,} due arrivals sent within {lim_ms:g} ms of their instant "
+            f"({on_time:.1%}) / Limit >= {limit:.0%}: {c.late:,} sent late, {c.dropped:,} dropped after "
+            f"{s.max_lateness:g} s; peak second {peak_sent:,} sent vs {peak_target:,} due")
+    if c.pool_full > (c.late + c.dropped) / 2:
+        return CheckResult(name, False, counts,
+                           f"{head}; the pool of {s.pool_size:,} in-flight requests was full for {c.pool_full:,} "
+                           f"arrivals: the target's latency held the pool (the target could not take the load; "
+                           f"raise --pool-size if its latency is within its promise)",
+                           chances=c.due, chance_kind="due arrivals")
+    return CheckResult(name, "unknown", counts, None, note=f"{head}; " + generator_sentence(peak_target, s),
+                       chances=c.due, chance_kind="due arrivals")
+
+
+def generator_sentence(peak_due_per_s: float, s: LoadSettings) -> str:
+    """Why the harness could not test the promise, and what to do about it."""
+    text = (f"the generator's CPU could not keep up with {peak_due_per_s:,.0f} arrivals/s on "
+            f"{s.processes} process{'es' if s.processes != 1 else ''}: the promise was not tested at this load")
+    if s.calibrated_rate:
+        per = s.calibrated_rate
+        text += f"; this machine offers about {per:,.0f} arrivals/s per process"
+        fits = per * s.processes / max(1.0, peak_due_per_s)
+        text += f" (lower --scale by {fits:.2f}x or use --scale auto)"
+        if s.peak_rate:
+            k = math.ceil(s.peak_rate / per)
+            text += f"; to replay the full peak ({s.peak_rate:,.0f}/s) use {k} processes/machines"
+    else:
+        text += "; lower --scale (or --scale auto), or add --processes / Locust workers"
+    return text
+
+
+def undecide_when_behind(slos: list[CheckResult], load: CheckResult) -> list[CheckResult]:
+    """An SLO missed while the generator itself was late says nothing about the target."""
+    if load.valid != "unknown":
+        return slos
+    return [replace(r, valid="unknown", note=f"not decided: the generator fell behind the curve "
+                                             f"({r.first_violation})") if r.valid is False else r
+            for r in slos]
+
+
+def load_charts(planned: list[float], ops: Iterable[Op], t0: float,
+                dropped_by_second: dict[int, int]) -> list[Chart]:
+    """Target vs sent arrivals per second, and latency percentiles by intended second."""
+    target: dict[int, int] = {}
+    for t in planned:
+        target[int(t)] = target.get(int(t), 0) + 1
+    sent_by_sec: dict[int, int] = {}
+    lat_i: dict[int, list[float]] = {}
+    lat_s: dict[int, list[float]] = {}
+    for op in ops:
+        if op.send_time is None or op.intended_time is None:
+            continue
+        sec = int(op.send_time - t0)
+        sent_by_sec[sec] = sent_by_sec.get(sec, 0) + 1
+        if op.done:
+            k = int(op.intended_time - t0)
+            lat_i.setdefault(k, []).append(op.latency_from_intended)
+            lat_s.setdefault(k, []).append(op.latency)
+    secs = sorted(set(target) | set(sent_by_sec))
+    return [Chart("Arrivals per second: the curve vs what was sent",
+                  "requests / s", {"target (curve)": [(x, target.get(x, 0)) for x in secs],
+                                   "sent": [(x, sent_by_sec.get(x, 0)) for x in secs],
+                                   "dropped": [(x, dropped_by_second.get(x, 0)) for x in secs]},
+                  note="Follow-up requests (confirms, cancels, retries) are scheduled during the run and "
+                       "count in 'sent' but not in the precomputed curve."),
+            Chart("Latency percentiles over time (by intended second)", "seconds",
+                  {"p50 from intended": percentile_series(lat_i, "p50"),
+                   "p99 from intended": percentile_series(lat_i, "p99"),
+                   "p50 from send": percentile_series(lat_s, "p50"),
+                   "p99 from send": percentile_series(lat_s, "p99")},
+                  note="From intended = completion minus the instant the curve meant the request to start "
+                       "(free of coordinated omission); from send = completion minus the actual send. "
+                       "Percentiles by the same nearest-rank rule the service levels are judged with.")]

@@ -1,0 +1,132 @@
+"""Verdicts mean what they say: three outcomes, unknown above true, errors are findings,
+the generator's shortfall is the harness's, the target's is the target's."""
+
+from __future__ import annotations
+
+from peakproof.calibrate import CalibrationResult, auto_scale, processes_for
+from peakproof.case import CASES
+from peakproof.checks import CheckResult, Violations
+from peakproof.history import HandHistory
+from peakproof.offered import LoadCounters, LoadSettings, judge_offered_load, undecide_when_behind
+from peakproof.slo import ErrorBudget, parse_threshold, parse_thresholds, with_error_budget
+from peakproof.verdict import Outcome, judge_results, merge_outcomes
+
+
+def held(name: str = "a") -> CheckResult:
+    return CheckResult(name, True, chances=3)
+
+
+def test_one_violation_fails_the_run_whatever_else_is_undecided() -> None:
+    v = judge_results([held(), CheckResult("b", "unknown"), CheckResult("c", False, first_violation="oversold")])
+    assert v.outcome is Outcome.FAIL and v.exit_code == 1
+    assert v.reasons == ["c: oversold"]
+
+
+def test_an_unknown_check_makes_the_run_inconclusive_never_a_pass() -> None:
+    v = judge_results([held(), CheckResult("b", "unknown", note="info ops could explain it")])
+    assert v.outcome is Outcome.INCONCLUSIVE and v.exit_code == 2
+    assert "info ops could explain it" in v.reasons[0]
+
+
+def test_a_harness_error_makes_the_run_inconclusive() -> None:
+    v = judge_results([held()], harness_errors=["perform raised KeyError"])
+    assert v.outcome is Outcome.INCONCLUSIVE and "perform raised KeyError" in v.reasons[0]
+
+
+def test_only_decided_and_held_checks_pass_and_no_checks_is_not_a_pass() -> None:
+    assert judge_results([held("a"), held("b")]).outcome is Outcome.PASS
+    assert judge_results([]).outcome is Outcome.INCONCLUSIVE
+
+
+def test_outcomes_merge_fail_over_inconclusive_over_pass() -> None:
+    P, F, I = Outcome.PASS, Outcome.FAIL, Outcome.INCONCLUSIVE
+    assert merge_outcomes([P, I, P]) is I
+    assert merge_outcomes([I, F, P]) is F
+    assert merge_outcomes([P, P]) is P
+    assert merge_outcomes([]) is I
+
+
+def test_a_check_with_no_chance_to_fail_is_not_exercised() -> None:
+    r = Violations().result("expired_hold_is_never_sold", {}, chances=0, chance_kind="late confirms")
+    assert r.valid == "unknown" and not r.exercised and "not exercised: no late confirms" in (r.note or "")
+    assert Violations().result("x", {}, chances=4).valid is True
+    v = Violations()
+    v.add("sold after expiry")
+    assert v.result("x", {}, chances=0).valid is False  # a violation needs no further chance
+
+
+# -- the offered load: whose shortfall ----------------------------------------------------------
+
+
+SETTINGS = LoadSettings(calibrated_rate=2_000, peak_rate=20_000)
+
+
+def test_a_generator_that_fell_behind_is_inconclusive_and_says_how_to_fix_it() -> None:
+    c = LoadCounters(due=10_000, sent=10_000, late=3_000, dropped=0, pool_full=0)
+    r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
+    assert r.valid == "unknown"
+    assert "generator's CPU could not keep up" in (r.note or "")
+    assert "about 2,000 arrivals/s per process" in (r.note or "") and "use 10 processes" in (r.note or "")
+
+
+def test_a_target_whose_latency_filled_the_pool_fails() -> None:
+    c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=3_500)
+    r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
+    assert r.valid is False and "pool" in (r.first_violation or "")
+
+
+def test_a_curve_offered_on_time_holds() -> None:
+    c = LoadCounters(due=1_000, sent=1_000, late=10)
+    r = judge_offered_load(c, [i / 100 for i in range(1_000)], [i / 100 for i in range(1_000)], SETTINGS)
+    assert r.valid is True and r.counts["actual"] == 0.99 and r.counts["peak_sent_per_s"] == 100
+
+
+def test_an_slo_missed_while_the_generator_was_late_is_not_decided() -> None:
+    slo = CheckResult("reserve p99 latency (intended)", False, first_violation="Actual 2,600 ms / Limit 100 ms")
+    behind = CheckResult("offered_load_matches_curve", "unknown")
+    kept_up = CheckResult("offered_load_matches_curve", True)
+    assert undecide_when_behind([slo], behind)[0].valid == "unknown"
+    assert undecide_when_behind([slo], kept_up)[0].valid is False
+
+
+# -- errors are findings ---------------------------------------------------------------------
+
+
+def test_a_target_answering_500_to_every_reservation_blows_the_error_budget() -> None:
+    h = HandHistory()
+    for i in range(50):
+        h.info("reserve", {"quota_id": "q", "request_id": f"r{i}"}, "database_unavailable")
+    h.ok("read_quota", {"quota_id": "q"}, {})
+    r = parse_threshold("errors:rate<=0.1%").judge(h.history.ops)
+    assert r.valid is False and r.counts["worst_kind"] == "reserve" and r.counts["actual"] == 1.0
+    assert "database_unavailable x50" in (r.first_violation or "")
+
+
+def test_refusals_the_contract_allows_are_counted_but_are_not_errors() -> None:
+    h = HandHistory()
+    for i in range(1_000):
+        h.fail("reserve", {"request_id": f"r{i}"}, "sold_out")
+    h.info("reserve", {"request_id": "x"}, "timeout")  # 1 in 1,001: within 0.1%
+    r = ErrorBudget(0.001).judge(h.history.ops)
+    assert r.valid is True and r.counts["allowed_refusals"] == {"reserve sold_out": 1_000}
+    assert r.counts["errors"] == 1
+    h.fail("reserve", {"request_id": "y"}, "connection_refused")  # a refused connection is an error
+    assert ErrorBudget(0.001).judge(h.history.ops).valid is False
+
+
+def test_every_scenario_gets_the_error_budget_unless_the_user_sets_one() -> None:
+    assert [str(t) for t in parse_thresholds(with_error_budget(["reserve:p99<=100ms"]))] == [
+        "reserve:p99<=100ms@intended", "errors:rate<=0.1%"]
+    assert with_error_budget(["errors:rate<=5%"]) == ["errors:rate<=5%"]
+
+
+# -- fitting the load to the machine -------------------------------------------------------------
+
+
+def test_auto_scale_runs_at_the_case_s_headroom_of_the_calibrated_rate() -> None:
+    tickets = CASES["tickets"]
+    cal = CalibrationResult("tickets-calibrate", 2_151.3)
+    assert auto_scale(tickets, cal, 20_000) == 0.053  # 0.5 x 2,151.3 / 20,000 = 0.0537..., two digits down
+    assert auto_scale(tickets, cal, 20_000, processes=2) == 0.1
+    assert auto_scale(tickets, CalibrationResult("x", 0.0, error="refused"), 20_000) == 0.0
+    assert processes_for(20_000, 2_151.3) == 10
