@@ -31,6 +31,7 @@ import uuid
 from typing import Any
 
 from peakproof.arrivals import arrival_times, constant
+from peakproof.case import CASES
 from peakproof.cases.feed import FeedAnalysis, FeedWorkload, HttpFeed, check_feed
 from peakproof.checks import CheckResult
 from peakproof.errors import SetupFailed
@@ -47,14 +48,13 @@ DELETE_SHARE = 0.10
 POLLS_PER_WINDOW = 20  # the first poll interval is window / 20; each next one 1.25x longer, at most window / 2
 WATCH_WINDOWS = 3.0  # a watched post is polled for at most this many windows
 PRELOAD_PER_USER = 0.2  # posts published before the peak (one day of VH2), so feeds have pages
+HEAVY_READER_POSTS = 440  # preloaded posts of the heavy reader's followees: more than the 400 an inbox keeps
+HEAVY_READS_PER_S = 2.0
 
 
 def seed_peak_per_s() -> float:
     """The seed's full-scale peak (1,000,000 users, real time): feed reads plus posts per second."""
-    from peakproof.models.feed import compute
-
-    h = compute()["fan_out_models"]
-    return h["peak_feed_requests_per_s"] + h["peak_posts_per_s"]
+    return CASES["feed"].peak_rate()
 
 
 @scenario
@@ -78,6 +78,7 @@ class FeedPeak(Scenario):
         self._followers: dict[str, list[str]] | None = None
         self._pairs: list[tuple[str, str]] | None = None
         self._following: dict[str, list[str]] | None = None
+        self._posted: set[str] = set()  # authors with posts (this process knows of): worth unfollowing
 
     def params(self) -> dict[str, Any]:
         return {**self.work.describe(), "seconds": self.seconds, "run id": self.run_id,
@@ -107,7 +108,7 @@ class FeedPeak(Scenario):
             d.admin(rate=self.work.capacity)
         self.configure_fault(d)
         self.setup_history = d.history
-        return {"run_id": self.run_id}
+        return {"run_id": self.run_id, "posted": sorted(self._posted)}
 
     def preload(self, d: HttpFeed) -> None:
         """Posts from before the peak, so timelines have pages to turn (0.2 per user: one day's VH2)."""
@@ -118,7 +119,15 @@ class FeedPeak(Scenario):
         rnd = random.Random(self.options.seed)
         w = self.work
         authors = [w.user(rnd.randrange(w.population)) for _ in range(max(100, round(w.population * PRELOAD_PER_USER)))]
+        # The heavy reader (the first newcomer) follows accounts that between them posted more than
+        # an inbox keeps: inbox_capped gets its chance, and that reader's pages run deep.
+        _, following = self._graph_index()
+        followees = following.get(self.heavy_reader(), [])
+        if followees:
+            each = -(-(HEAVY_READER_POSTS) // len(followees))
+            authors += [f for f in followees for _ in range(each)]
         pool = gevent.pool.Pool(16)
+        self._posted.update(authors)
         for i, author in enumerate(authors):
             pool.spawn(d.publish, author, f"earlier post {i} by {author}", process="preload")
         pool.join()
@@ -136,10 +145,14 @@ class FeedPeak(Scenario):
                 break
             time.sleep(0.1)
 
+    def heavy_reader(self) -> str:
+        return self.work.user(self.work.users)  # the first newcomer: follows only accounts below the threshold
+
     def configure_fault(self, d: HttpFeed) -> None:
         """A fault scenario injects its fault here (reference target only)."""
 
     def adopt(self, shared: dict[str, Any]) -> None:
+        self._posted.update(shared.get("posted", ()))
         if shared["run_id"] != self.run_id:  # a worker: draw the same graph under the master's run id
             self.run_id = shared["run_id"]
             self.work.prefix = f"{self.run_id}-"
@@ -166,7 +179,8 @@ class FeedPeak(Scenario):
     def arrivals(self) -> list[Arrival]:
         if self._arrivals is None:
             w = self.work
-            kinds = [("read", w.read_rate), ("publish", w.post_rate), ("unfollow", w.post_rate * UNFOLLOW_PER_POST)]
+            kinds = [("read", w.read_rate), ("publish", w.post_rate), ("unfollow", w.post_rate * UNFOLLOW_PER_POST),
+                     ("heavy-read", HEAVY_READS_PER_S)]
             out: list[Arrival] = []
             for j, (kind, rate) in enumerate(kinds):
                 times = arrival_times(constant(rate, self.seconds, kind), self.options.spacing,
@@ -215,6 +229,7 @@ class FeedPeak(Scenario):
             op = d.publish(author, f"post {a.data} by {author}", process=f"author-{a.data}", intended_time=at)
             if op.type != OK:
                 return
+            self._posted.add(author)
             fans = followers.get(author, [])
             if fans:
                 watcher = fans[rnd.randrange(len(fans))]
@@ -234,9 +249,20 @@ class FeedPeak(Scenario):
             user = w.user(rnd.randrange(w.population))
             mine = following.get(user, [])
             if mine:
-                followee = mine[rnd.randrange(len(mine))]
-                d.unfollow(user, followee, process=f"churn-{a.data}", intended_time=at)
+                # prefer an author with posts: an unfollow of a silent account cannot show a bug
+                picks = [mine[rnd.randrange(len(mine))] for _ in range(20)]
+                followee = next((f for f in picks if f in self._posted), picks[0])
+                op = d.unfollow(user, followee, process=f"churn-{a.data}", intended_time=at)
                 ctx.later(w.window / 2, "refollow", (user, followee))
+                if op.type == OK:  # the unfollower looks at their feed before the refollow
+                    ctx.later(w.window / 4, "read-after-unfollow", user)
+        elif a.kind == "heavy-read":
+            user = self.heavy_reader()
+            op = d.read(user, 20, process="heavy-reader", intended_time=at)
+            if op.type == OK and op.value.get("next_cursor"):
+                d.read(user, 20, op.value["next_cursor"], process="heavy-reader")
+        elif a.kind == "read-after-unfollow":
+            d.read(a.data, 20, process="churn-reader", intended_time=at)
         elif a.kind == "refollow":
             d.follow(*a.data, process="churn-refollow", intended_time=at)
 
@@ -386,6 +412,9 @@ class FeedSlowConsumer(FeedPeak):
     description = "Case F fault: the fan-out consumers at a share of the write work (the seed's 1,000 of 1,247.71)"
     delete_share = 0.0  # a delete drops its post's pending writes: the backlog arithmetic would not hold
     watch_windows = 30.0  # the drift grows past the window: keep watching (polls thin out)
+    def heavy_reader(self) -> str:
+        return self.work.user(self.work.users)  # the first newcomer: follows only accounts below the threshold
+
     def configure_fault(self, d: HttpFeed) -> None:
         share = float(getattr(self.options, "consumer_share", None) or self.work.seed_slowed[1]["share_of_write_work"])
         self.slow = self.work.slowed(share)
@@ -478,6 +507,9 @@ class FeedSlowConsumer(FeedPeak):
 class FeedShardDown(FeedPeak):
     name = "feed-shard-down"
     description = "Case F fault: inbox shard 0 down for the whole run; its users read by fan-in"
+
+    def heavy_reader(self) -> str:
+        return self.work.user(self.work.users)  # the first newcomer: follows only accounts below the threshold
 
     def configure_fault(self, d: HttpFeed) -> None:
         self.fault = {"shards down": [0]}

@@ -290,7 +290,7 @@ class Engine:
     worker_parts: list[list[Any]] = field(default_factory=list)
     workers_done: int = 0
     counters: dict[str, int] = field(default_factory=lambda: {"due": 0, "sent": 0, "late": 0, "dropped": 0,
-                                                                 "pool_full": 0})
+                                                                 "pool_full": 0, "late_by_pool": 0})
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
     # (kind, text): "target" (it refused, answered 500 or garbage: a finding) or "harness" (our bug)
@@ -546,6 +546,7 @@ def _dispatch(eng: Engine) -> None:
     t0_mono = time.monotonic() - (time.time() - t0_wall)
     followups: list[tuple[float, int, str, Any]] = []
     seq = 0
+    pool_wait_end = float("-inf")  # when the dispatcher last stopped waiting for a free slot
 
     def later(delay: float, kind: str, data: Any) -> None:
         nonlocal seq
@@ -576,7 +577,11 @@ def _dispatch(eng: Engine) -> None:
             if pool.full():
                 counters["pool_full"] += 1
                 pool.wait_available(timeout=max(0.0, a.t + max_late - (time.monotonic() - t0_mono)))
+                pool_wait_end = time.monotonic() - t0_mono
             lateness = time.monotonic() - t0_mono - a.t
+            if lateness > opts.late_threshold and a.t <= pool_wait_end:
+                # the dispatcher sat waiting for the target's answers while this one fell due
+                counters["late_by_pool"] += 1
             if lateness > max_late or pool.full():
                 counters["dropped"] += 1
                 sec = int(a.t)
@@ -764,7 +769,8 @@ def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], lis
     t0 = eng.started_wall
     planned = [a.t for a in sc.arrivals()]
     c = eng.counters
-    counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], eng.dropped_by_second)
+    counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], eng.dropped_by_second,
+                            c.get("late_by_pool", 0))
     settings = LoadSettings(opts.late_threshold, opts.max_lateness, opts.offered_tolerance, opts.pool_size,
                             _process_count(eng), opts.calibrated_rate, sc.peak_rate())
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
@@ -774,5 +780,6 @@ def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], lis
     details = {"offered load": {"planned arrivals (curve)": len(planned), "due (incl. follow-ups)": c["due"],
                                 "sent": c["sent"], f"sent > {limit_ms:g} ms late": c["late"], "dropped": c["dropped"],
                                 "arrivals that found the pool full": c["pool_full"],
+                                "late or dropped while the pool was full (the target's latency)": c.get("late_by_pool", 0),
                                 "max lateness before drop (s)": opts.max_lateness}}
     return [result], charts, details

@@ -46,6 +46,7 @@ class LoadCounters:
     dropped: int = 0
     pool_full: int = 0
     dropped_by_second: dict[int, int] = field(default_factory=dict)
+    late_by_pool: int = 0  # late or dropped because the dispatcher was waiting for a free slot
 
 
 def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: Iterable[float],
@@ -65,7 +66,8 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     limit = 1 - s.offered_tolerance
     counts = {"actual": round(on_time, 4), "limit": limit, "unit": "share of due arrivals sent on time",
               "due": c.due, "planned": sum(target.values()), "sent": c.sent, "late": c.late, "dropped": c.dropped,
-              "pool_full": c.pool_full, "peak_target_per_s": peak_target, "peak_sent_per_s": peak_sent}
+              "pool_full": c.pool_full, "late_by_pool": c.late_by_pool, "peak_target_per_s": peak_target,
+              "peak_sent_per_s": peak_sent}
     name = "offered_load_matches_curve"
     if c.due == 0:
         return CheckResult(name, "unknown", counts, note="no arrival was due: the run offered nothing",
@@ -76,11 +78,11 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     head = (f"Actual {on_time_n:,} of {c.due:,} due arrivals sent within {lim_ms:g} ms of their instant "
             f"({on_time:.1%}) / Limit >= {limit:.0%}: {c.late:,} sent late, {c.dropped:,} dropped after "
             f"{s.max_lateness:g} s; peak second {peak_sent:,} sent vs {peak_target:,} due")
-    if c.pool_full > (c.late + c.dropped) / 2:
+    if c.late_by_pool > (c.late + c.dropped) / 2:
         return CheckResult(name, False, counts,
-                           f"{head}; the pool of {s.pool_size:,} in-flight requests was full for {c.pool_full:,} "
-                           f"arrivals: the target's latency held the pool (the target could not take the load; "
-                           f"raise --pool-size if its latency is within its promise)",
+                           f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} in-flight "
+                           f"requests was full: the target's latency held the pool (the target could not take the "
+                           f"load; raise --pool-size if its latency is within its promise)",
                            chances=c.due, chance_kind="due arrivals")
     return CheckResult(name, "unknown", counts, None, note=f"{head}; " + generator_sentence(peak_target, s),
                        chances=c.due, chance_kind="due arrivals")

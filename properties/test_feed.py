@@ -86,6 +86,18 @@ class FeedMachine(RuleBasedStateMachine):
         assert op.type == "ok", f"a valid publish must be accepted. Actual: {op!r}"
         self.posts.append(op.value["post_id"])
 
+    @rule(author=st.sampled_from(USERS), posts=st.integers(2, 8))
+    def author_posts_a_thread(self, author: str, posts: int) -> None:
+        # several posts at once: inboxes fill past their cap, pages fill past their limit (over a URL
+        # the target's cap is its own, so a short thread: each post is a request)
+        posts = min(posts, 3) if self.target_url else posts
+        for i in range(posts):
+            if not self.target_url:
+                self.d.advance(0.1)
+            op = self.d.publish(self.names[author], f"thread {i + 1}/{posts} by {author}")
+            assert op.type == "ok", f"a valid publish must be accepted. Actual: {op!r}"
+            self.posts.append(op.value["post_id"])
+
     @precondition(lambda self: bool(self.posts))
     @rule(data=st.data())
     def delete(self, data: st.DataObject) -> None:

@@ -72,10 +72,11 @@ def test_at_a_rate_this_machine_cannot_offer_the_report_states_the_shortfall(ser
     rc, doc, out = run_locust(served.url, "tickets-sold-out", tmp_path, "--scale", "1.0", "--duration", "3",
                               "--max-lateness", "0.5")
     load = check(doc, "load", "offered_load_matches_curve")
-    assert rc != 0 and load["valid"] is False
-    assert "Actual" in load["first_violation"] and "Limit" in load["first_violation"]
+    # the generator's own CPU fell behind: the promise was not tested, which is not the target's failure
+    assert rc == 2 and load["valid"] == "unknown" and doc["verdict"]["outcome"] == "INCONCLUSIVE"
+    assert "Actual" in load["note"] and "Limit" in load["note"] and "generator's CPU" in load["note"]
     assert load["counts"]["sent"] - load["counts"]["late"] < load["counts"]["due"]
-    print("\n" + load["first_violation"])
+    print("\n" + load["note"])
 
 
 def test_a_distributed_run_replays_the_schedule_once_in_total(serve_tickets, tmp_path: Path) -> None:

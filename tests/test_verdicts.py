@@ -70,7 +70,7 @@ def test_a_generator_that_fell_behind_is_inconclusive_and_says_how_to_fix_it() -
 
 
 def test_a_target_whose_latency_filled_the_pool_fails() -> None:
-    c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=3_500)
+    c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=40, late_by_pool=3_900)
     r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
     assert r.valid is False and "pool" in (r.first_violation or "")
 

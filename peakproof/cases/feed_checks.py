@@ -353,7 +353,9 @@ def _judge_page_turn(a: FeedAnalysis, v: Violations, prev: Op, op: Op, cursor: A
     shown = set(got)
     floor = got[-1] if len(got) >= limit else (float("-inf"), "")  # a full page only vouches down to its end
     settled = op.value.get("backlog") == 0
-    for key in live[:guaranteed]:
+    # settled: the page must follow the pull model (as feed_matches_pull_model holds it to); else only
+    # the posts the inbox cap guarantees can be vouched for
+    for key in (live if settled else live[:guaranteed]):
         if key <= floor:
             break
         if key in shown:

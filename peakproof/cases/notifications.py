@@ -178,12 +178,12 @@ class HttpNotifications:
         return call(self.history, self.transport, "notify", args, "POST", f"{self.base}/notifications", args, process,
                     _notification, intended_time=intended_time, name="POST notification")
 
-    def get_notification(self, notification_id: str, *, process: Any = 0) -> Op:
+    def get_notification(self, notification_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
         from ..http import call
 
         return call(self.history, self.transport, "get_notification", {"notification_id": notification_id}, "GET",
                     f"{self.base}/notifications/{notification_id}", None, process, _notification,
-                    name="GET notification")
+                    intended_time=intended_time, name="GET notification")
 
     def provider_calls(self) -> list[dict[str, Any]]:
         import requests

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._background import LoopHealth
 from .core import Backpressure, FeedCore, FeedError, InvalidRequest, Post
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -58,8 +59,10 @@ def decode_cursor(text: str) -> tuple[float, str]:
 class FanoutConsumers:
     """Competing consumers of the fan-out queue, sharing one rate limit (token bucket)."""
 
-    def __init__(self, core: FeedCore, *, consumers: int = 4, rate: float | None = None, batch: int = 256) -> None:
+    def __init__(self, core: FeedCore, *, consumers: int = 4, rate: float | None = None, batch: int = 256,
+                 health: LoopHealth | None = None) -> None:
         self.core, self.batch = core, batch
+        self.health = health or LoopHealth()
         self.consumers = consumers
         self.rate: float | None = None
         self._tokens, self._refilled = 0.0, time.monotonic()
@@ -120,7 +123,8 @@ class FanoutConsumers:
                 continue
             try:
                 done = self.core.fanout(allowed)
-            except Exception:  # a consumer must survive; the job stays queued for the next turn
+            except Exception as e:  # logged, counted in /_stats; the job is retried, then dead-lettered
+                self.health.failed("fanout-consumer", e)
                 done = 0
             self._give_back(allowed - done)
             if done:
@@ -271,7 +275,9 @@ class FeedApp:
                      "inbox_cap": c.inbox_cap, "window": self.window, "shards": c.shards, "down": sorted(c.down),
                      "posts": s.posts, "fanned_posts": s.fanned_posts, "inbox_writes": s.inbox_writes,
                      "reads": s.reads, "degraded_reads": s.degraded_reads, "pulled_sources": s.pulled_sources,
-                     "users_following": len(c.following), "pull_authors": len(c.pull_authors)}
+                     "users_following": len(c.following), "pull_authors": len(c.pull_authors),
+                     "dead_lettered_jobs": len(c.dead_letters), "dead_letters": c.dead_letters[-20:],
+                     **self.consumers.health.snapshot()}
 
     async def _admin_fanout(self, scope: dict, body: bytes) -> tuple[int, Any]:
         self._require_admin(scope, "POST /_admin/fanout")

@@ -95,6 +95,14 @@ class _Job:
     post: Post
     followers: list[str]
     next: int = 0
+    attempts: int = 0  # turns that raised; at MAX_JOB_ATTEMPTS the job is dead-lettered
+
+
+MAX_JOB_ATTEMPTS = 3
+
+
+class FanoutJobFailed(Exception):
+    """A fan-out job raised while writing inboxes (it is retried, then dead-lettered)."""
 
 
 @dataclass
@@ -134,6 +142,7 @@ class FeedCore:
         self.pull_authors: set[str] = set()  # authors with posts that were not fanned out
         self.down: set[int] = set()
         self.stats = FeedStats()
+        self.dead_letters: list[dict[str, Any]] = []  # fan-out jobs that failed MAX_JOB_ATTEMPTS times
         self.drain_rate: float | None = None  # inbox writes/s the consumers manage (set by them), for the lag estimate
 
     def set_threshold(self, threshold: int) -> None:
@@ -243,8 +252,23 @@ class FeedCore:
                 end = len(job.followers) if max_writes is None else min(len(job.followers),
                                                                          job.next + max_writes - done)
                 key = job.post.key  # one tuple shared by every inbox: 8 B an entry, not a tuple each
-                for user in job.followers[job.next:end]:
-                    self._write(user, key)
+                written = job.next
+                try:
+                    for user in job.followers[job.next:end]:
+                        self._write(user, key)
+                        written += 1
+                except Exception as e:
+                    done += written - job.next
+                    self._backlog -= written - job.next
+                    job.next = written
+                    job.attempts += 1
+                    if job.attempts >= MAX_JOB_ATTEMPTS:  # never left at the head of the queue forever
+                        self._backlog -= len(job.followers) - job.next
+                        self.queue.popleft()
+                        self.dead_letters.append({"post_id": job.post.post_id, "error": f"{type(e).__name__}: {e}",
+                                                  "writes_lost": len(job.followers) - job.next})
+                    raise FanoutJobFailed(f"fan-out of post {job.post.post_id} (attempt {job.attempts} of "
+                                          f"{MAX_JOB_ATTEMPTS}): {type(e).__name__}: {e}") from e
                 done += end - job.next
                 self._backlog -= end - job.next
                 job.next = end

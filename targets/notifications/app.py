@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._background import LoopHealth
 from .core import CHANNELS, Call, NotificationError, NotificationsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -43,6 +44,7 @@ class Dispatcher:
         import requests
 
         self.core = core
+        self.health = LoopHealth()
         self.provider_url = provider_url.rstrip("/")
         self.call_timeout = call_timeout
         self._requests = requests
@@ -82,8 +84,10 @@ class Dispatcher:
         while not self._stop.is_set():
             try:
                 calls = self.core.due_calls(time.time(), limit=256, room=self._room)
-            except Exception:  # the loop must survive a bad row; the next turn retries
+            except Exception as e:  # logged and counted (GET /health); the next turn retries
+                self.health.failed("dispatcher", e)
                 calls = []
+                self._stop.wait(0.05)
             for call in calls:
                 self.pools[call.channel].submit(self._call, call)
             if not calls:
@@ -188,7 +192,7 @@ class NotificationsApp:
         return 200, self._openapi_bytes
 
     async def _health(self, body: bytes) -> tuple[int, Any]:
-        return 200, {"status": "ok", "policy": self.core.policy}
+        return 200, {"status": "ok", "policy": self.core.policy, **self.dispatcher.health.snapshot()}
 
     async def _breakers(self, body: bytes) -> tuple[int, Any]:
         # Not part of the contract: the reference target's breakers and bulkheads, for reports.

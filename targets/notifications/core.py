@@ -196,9 +196,8 @@ class NotificationsCore:
         self._seq = itertools.count()
         self.in_flight: dict[str, int] = {}  # notification id -> calls outstanding
         for n in store.open_notifications():  # a restart: everything accepted and not done is due again
-            if n.status == "sending":
+            if n.status == "sending":  # it stays "sending": a status never moves back
                 n.attempts = [a if a.outcome != "pending" else replace(a, outcome="unknown") for a in n.attempts]
-                n.status = "queued"
                 store.save(n)
             self._enqueue(n, n.next_at)
 
@@ -346,7 +345,8 @@ class NotificationsCore:
                         # arrived: saying "failed" could be a lie, so it stays "sending" (unknown).
                         n.status = "sending" if n.attempts[-1].outcome == "unknown" else "failed"
                     else:
-                        n.status = "queued"
+                        # between rounds it is still being sent: status only ever moves forward
+                        n.status = "sending"
                         n.next_at = now + self.backoff
                         self._enqueue(n, n.next_at)
             self.store.save(n)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._background import LoopHealth
 from .core import Reservation, TicketError, TicketsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -57,6 +58,7 @@ class TicketsApp:
         self.core = core
         self.default_hold_seconds = default_hold_seconds
         self.admin_token = admin_token
+        self.health = LoopHealth()  # the background loops' errors, shown by GET /health
         self.prefix = prefix.rstrip("/")
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tickets")
         self.requests_seen = 0  # independent arrival counter (target side)
@@ -153,7 +155,7 @@ class TicketsApp:
         return 200, {"total": self.requests_seen, "by_second": {str(k): v for k, v in self.arrivals_by_second.items()}}
 
     async def _health(self, scope: Scope, body: bytes) -> tuple[int, Any]:
-        return 200, {"status": "ok", "policy": self.core.policy}
+        return 200, {"status": "ok", "policy": self.core.policy, **self.health.snapshot()}
 
 
 def _quota_json(row: Any) -> dict[str, Any]:
@@ -209,9 +211,10 @@ class ReservationQueue:
 class Supervisor:
     """Releases expired holds in real time (the seed's scheduler-agent-supervisor)."""
 
-    def __init__(self, core: TicketsCore, interval: float = 0.1) -> None:
+    def __init__(self, core: TicketsCore, interval: float = 0.1, health: LoopHealth | None = None) -> None:
         self.core = core
         self.interval = interval
+        self.health = health or LoopHealth()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tickets-supervisor", daemon=True)
 
@@ -227,5 +230,6 @@ class Supervisor:
         while not self._stop.wait(self.interval):
             try:
                 self.core.release_expired()
-            except Exception:  # never let the supervisor die; the next round retries
+            except Exception as e:  # logged and counted (GET /health); the next round retries
+                self.health.failed("expiry-supervisor", e)
                 time.sleep(self.interval)

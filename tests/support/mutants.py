@@ -1,0 +1,130 @@
+"""Served mutants: the reference targets with exactly one promise broken, for the quality suite.
+
+Each mutant patches the reference in its own process, then serves it with ``peakproof
+serve`` (the same options), so the harness meets it over HTTP as it would a staging
+service::
+
+    python -m tests.support.mutants tickets-sells-expired-holds serve tickets --port 8000
+
+A mutant breaks what a real service gets wrong: it answers the way the contract allows,
+only the promise is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from typing import Any, Callable
+
+
+def tickets_sells_expired_holds() -> None:
+    """A confirm that arrives after the hold lapsed still answers 'sold' (the buyer who pays at
+    minute 3 on a 2-minute hold)."""
+    from targets.tickets.core import Expired, TicketsCore
+
+    original = TicketsCore.confirm
+
+    def confirm(self: TicketsCore, reservation_id: str) -> Any:
+        try:
+            return original(self, reservation_id)
+        except Expired:
+            return replace(self._reservation(reservation_id), status="sold")
+
+    TicketsCore.confirm = confirm  # type: ignore[method-assign]
+
+
+def tickets_500_on_every_reservation() -> None:
+    """Validates and decides each reservation, then answers 500 'database unavailable'."""
+    _break_responses(lambda method, path: method == "POST" and path.endswith("/reservations"))
+
+
+def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0) -> None:
+    import random
+
+    from targets.tickets.app import TicketsApp
+
+    original = TicketsApp.__call__
+    rnd = random.Random(7)
+
+    async def call(self: TicketsApp, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not hit(scope["method"], scope["path"]) or rnd.random() >= share:
+            return await original(self, scope, receive, send)
+
+        async def swallow(message: dict) -> None:  # the target did the work; the answer is a 500
+            if message["type"] == "http.response.start":
+                body = json.dumps({"error": "database_unavailable", "message": "database unavailable"}).encode()
+                await send({"type": "http.response.start", "status": 500,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+
+        await original(self, scope, receive, swallow)
+
+    TicketsApp.__call__ = call  # type: ignore[method-assign]
+
+
+def feed_ignores_unfollows() -> None:
+    """Answers 200 to an unfollow and keeps the follow (the old author keeps showing up)."""
+    from targets.feed.core import FeedCore
+
+    FeedCore.unfollow = lambda self, user, followee: None  # type: ignore[method-assign]
+
+
+def feed_skips_a_post_at_each_page_boundary() -> None:
+    """The page after a cursor leaves out its first post (an off-by-one in the cursor)."""
+    from targets.feed.core import FeedCore
+
+    original = FeedCore.read_view
+
+    def read_view(self: FeedCore, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        if cursor is None:
+            return original(self, user, limit, cursor)
+        items, nxt, how = original(self, user, limit + 1, cursor)
+        items = items[1:]
+        return items, (nxt if len(items) >= limit else None), how
+
+    FeedCore.read_view = read_view  # type: ignore[method-assign]
+
+
+def feed_fanout_stalls() -> None:
+    """The fan-out consumers never start: only the merged (above-threshold) authors ever show."""
+    from targets.feed.app import FanoutConsumers
+
+    FanoutConsumers.start = lambda self: self  # type: ignore[method-assign]
+
+
+MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
+    "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
+    "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
+    "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
+    "feed-skips-a-post-at-each-page-boundary": ("feed", feed_skips_a_post_at_each_page_boundary),
+    "feed-fanout-stalls": ("feed", feed_fanout_stalls),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in MUTANTS:
+        sys.stderr.write(f"expected a mutant name, one of {', '.join(MUTANTS)}; got {argv[:1]}\n")
+        return 2
+    MUTANTS[argv[0]][1]()
+    from peakproof.cli import main as peakproof
+
+    return peakproof(argv[1:])
+
+
+def served(mutant: str, **options: Any) -> Any:
+    """A :class:`peakproof.launch.ServedTarget` that serves ``mutant`` instead of the reference."""
+    from peakproof.launch import ServedTarget
+
+    class MutantTarget(ServedTarget):
+        def command(self) -> list[str]:
+            cmd = super().command()  # [python, -m, peakproof, serve, case, ...]
+            i = cmd.index("peakproof")
+            return cmd[:i] + ["tests.support.mutants", mutant] + cmd[i + 1:]
+
+    return MutantTarget(MUTANTS[mutant][0], **options)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
