@@ -39,6 +39,11 @@ class CalibrationResult:
     def sentence(self) -> str:
         if self.error:
             return f"calibration failed: {self.error}"
+        if self.rate <= 0:
+            first = self.steps[0] if self.steps else {}
+            return (f"even the calibration's first step ({first.get('rate', 0):,.0f}/s) failed: "
+                    f"{first.get('on_time_share', 0):.0%} on time, p99 {first.get('p99_from_intended') or 0:.3f} s, "
+                    f"{first.get('errors', 0):,} errors")
         what = "with the target answering in time" if self.latency_checked else "on time"
         return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what})"
 

@@ -3,6 +3,8 @@
 An arrival counts as offered only if it left within ``late_threshold`` of its instant.
 When too few did, the cause decides the outcome:
 
+* the curve's peak is above what this machine offered in calibration: the load asked for
+  could not be offered here, whatever else happened: **"unknown"** (INCONCLUSIVE);
 * the pool of in-flight requests was full (the target's latency held it): the target
   could not take the load: **False** (FAIL);
 * otherwise the generator's own CPU fell behind the curve: the harness did not test the
@@ -78,6 +80,15 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     head = (f"Actual {on_time_n:,} of {c.due:,} due arrivals sent within {lim_ms:g} ms of their instant "
             f"({on_time:.1%}) / Limit >= {limit:.0%}: {c.late:,} sent late, {c.dropped:,} dropped after "
             f"{s.max_lateness:g} s; peak second {peak_sent:,} sent vs {peak_target:,} due")
+    capacity = (s.calibrated_rate or 0.0) * s.processes
+    if capacity and peak_target > capacity:
+        # The curve asked more than this machine offered in calibration (with the target answering in
+        # time when it shares the machine): whatever filled the pool, the load asked for was never
+        # the load a target could be judged by here.
+        return CheckResult(name, "unknown", counts, None,
+                           note=f"{head}; the curve's peak ({peak_target:,}/s) is above what this machine offered "
+                                f"in calibration ({capacity:,.0f}/s): " + generator_sentence(peak_target, s),
+                           chances=c.due, chance_kind="due arrivals")
     if c.late_by_pool > (c.late + c.dropped) / 2:
         return CheckResult(name, False, counts,
                            f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} in-flight "
@@ -90,16 +101,17 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
 
 def generator_sentence(peak_due_per_s: float, s: LoadSettings) -> str:
     """Why the harness could not test the promise, and what to do about it."""
-    text = (f"the generator's CPU could not keep up with {peak_due_per_s:,.0f} arrivals/s on "
-            f"{s.processes} process{'es' if s.processes != 1 else ''}: the promise was not tested at this load")
+    procs = f"{s.processes} generator process{'es' if s.processes != 1 else ''}"
+    text = (f"this machine could not offer {peak_due_per_s:,.0f} arrivals/s from {procs}: the promise was not "
+            f"tested at this load")
     if s.calibrated_rate:
         per = s.calibrated_rate
-        text += f"; this machine offers about {per:,.0f} arrivals/s per process"
         fits = per * s.processes / max(1.0, peak_due_per_s)
-        text += f" (lower --scale by {fits:.2f}x or use --scale auto)"
+        text += (f"; this machine offers about {per:,.0f} arrivals/s per process (scale down to {fits:.2g} of "
+                 f"this, or use --scale auto)")
         if s.peak_rate:
-            k = math.ceil(s.peak_rate / per)
-            text += f"; to replay the full peak ({s.peak_rate:,.0f}/s) use {k} processes/machines"
+            text += f"; to replay the full peak ({s.peak_rate:,.0f}/s) use {math.ceil(s.peak_rate / per)} " \
+                    f"processes/machines"
     else:
         text += "; lower --scale (or --scale auto), or add --processes / Locust workers"
     return text

@@ -162,7 +162,7 @@ def _fit_load(case: Case, args: argparse.Namespace, cal: CalibrationResult | Non
         cap = case.max_auto_scale if axis == "scale" else case.default_time_scale
         if fitted <= 0:
             setattr(args, axis, default)
-            head = f"{flag} auto could not measure this machine ({cal.sentence() if cal else 'no calibration'}); "
+            head = f"{flag} auto could not size the load ({cal.sentence() if cal else 'no calibration'}); "
         else:
             setattr(args, axis, min(cap, fitted))
             head = f"{flag} auto: "

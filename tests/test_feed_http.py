@@ -12,7 +12,6 @@ from typing import Any, Iterator
 
 import pytest
 import requests
-from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from peakproof.cases.feed import HttpFeed, check_feed
@@ -21,6 +20,8 @@ from peakproof.launch import ServedTarget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "properties"))
 from test_feed import FeedMachine  # noqa: E402
+
+from .quality import fixed_budget  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +173,7 @@ def test_the_url_machine_catches_a_served_feed_that_ignores_deletes() -> None:
             target_url = url
 
         with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
-            run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=200,
-                                                                 stateful_step_count=20))
+            run_state_machine_as_test(Machine, settings=fixed_budget(200, stateful_step_count=20, shrink=False))
         assert "deleted_posts_never_shown: FAIL" in str(caught.value) or "deleted_posts_never_shown" in repr(
             caught.value), caught.value
     finally:

@@ -65,7 +65,7 @@ def test_a_generator_that_fell_behind_is_inconclusive_and_says_how_to_fix_it() -
     c = LoadCounters(due=10_000, sent=10_000, late=3_000, dropped=0, pool_full=0)
     r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
     assert r.valid == "unknown"
-    assert "generator's CPU could not keep up" in (r.note or "")
+    assert "this machine could not offer 10,000 arrivals/s from 1 generator process" in (r.note or "")
     assert "about 2,000 arrivals/s per process" in (r.note or "") and "use 10 processes" in (r.note or "")
 
 
@@ -73,6 +73,12 @@ def test_a_target_whose_latency_filled_the_pool_fails() -> None:
     c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=40, late_by_pool=3_900)
     r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
     assert r.valid is False and "pool" in (r.first_violation or "")
+
+
+def test_a_curve_above_what_the_machine_offered_in_calibration_is_inconclusive_whatever_filled_the_pool() -> None:
+    c = LoadCounters(due=10_000, sent=2_000, late=1_000, dropped=8_000, pool_full=40, late_by_pool=8_900)
+    r = judge_offered_load(c, [i / 20_000 for i in range(10_000)], [], SETTINGS)  # 20,000/s vs 2,000/s offered
+    assert r.valid == "unknown" and "above what this machine offered in calibration (2,000/s)" in (r.note or "")
 
 
 def test_a_curve_offered_on_time_holds() -> None:

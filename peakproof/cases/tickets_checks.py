@@ -444,8 +444,9 @@ def units_return_exactly_once(history: History | Iterable[Op] | TicketsAnalysis,
             held_for_sure = sum(q for s, e, q in certain if s < lo_inv and e > hi_comp)
             held_maybe = sum(q for s, e, q in possible if s < hi_comp and e > lo_inv)
             top, bottom = ep.capacity - held_for_sure, ep.capacity - held_maybe
-            # a chance: a read after some units were certainly released (cancelled or lapsed)
-            chances += any(e <= lo_inv for s, e, q in possible)
+            # a chance: a read after some units were certainly released (cancelled or lapsed), or one
+            # that shows a unit out of place anyway
+            chances += av > top or av < bottom or any(e <= lo_inv for s, e, q in possible)
             if av > top:
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at least {held_for_sure:,} units "
                       f"were held or sold (at most {top:,} free): units returned twice or a write was lost", op)
