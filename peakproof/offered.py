@@ -107,8 +107,12 @@ def generator_sentence(peak_due_per_s: float, s: LoadSettings) -> str:
     if s.calibrated_rate:
         per = s.calibrated_rate
         fits = per * s.processes / max(1.0, peak_due_per_s)
-        text += (f"; this machine offers about {per:,.0f} arrivals/s per process (scale down to {fits:.2g} of "
-                 f"this, or use --scale auto)")
+        if fits < 1:
+            text += (f"; this machine offers about {per:,.0f} arrivals/s per process (scale down to {fits:.2g} of "
+                     f"this, or use --scale auto)")
+        else:
+            text += (f", though it offered about {per:,.0f} arrivals/s per process in calibration: something else "
+                     f"took the generator's CPU during the run (run again on a quieter machine, or lower --scale)")
         if s.peak_rate:
             text += f"; to replay the full peak ({s.peak_rate:,.0f}/s) use {math.ceil(s.peak_rate / per)} " \
                     f"processes/machines"
