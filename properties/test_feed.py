@@ -102,6 +102,10 @@ class FeedMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def delete(self, data: st.DataObject) -> None:
         self.d.delete(data.draw(st.sampled_from(self.posts), label="post"))
+        if data.draw(st.booleans(), label="everyone looks"):
+            # the author's followers read right after: deleted_posts_never_shown gets its chance
+            for user in USERS:
+                self.d.read(self.names[user], 5)
 
     @rule(user=st.sampled_from(USERS), limit=st.integers(1, 5))
     def read_first_page(self, user: str, limit: int) -> None:
