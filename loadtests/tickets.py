@@ -193,6 +193,15 @@ def _expires_in(reservation: dict[str, Any], hold: float) -> float:
     return max(0.0, float(expires) - time.time()) if isinstance(expires, (int, float)) else hold
 
 
+def _empty_quota(sc: Scenario, prefix: str) -> str:
+    """A new quota with no stock: every reservation takes the sold-out path."""
+    quota_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    op = HttpTickets(sc.host, admin_token=sc.options.admin_token).put_quota(quota_id, 0, 60.0)
+    if op.type != OK:
+        raise SetupFailed(f"could not create the quota on {sc.host}: {op.value} {op.error}")
+    return quota_id
+
+
 @scenario
 class TicketsSoldOut(Scenario):
     """The normal path of 196,429 requests: reservations against a sold-out quota, at a constant rate.
@@ -216,10 +225,7 @@ class TicketsSoldOut(Scenario):
         return {"rate (req/s)": self.rate, "seconds": self.seconds, "quota id": self.quota_id}
 
     def setup(self) -> dict[str, Any]:
-        self.quota_id = f"soldout-{uuid.uuid4().hex[:10]}"
-        op = HttpTickets(self.host, admin_token=self.options.admin_token).put_quota(self.quota_id, 0, 60.0)
-        if op.type != OK:
-            raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
+        self.quota_id = _empty_quota(self, "soldout")
         return {"quota_id": self.quota_id}
 
     def adopt(self, shared: dict[str, Any]) -> None:
@@ -266,10 +272,7 @@ class TicketsCalibrate(Calibration):
         return 20_000.0
 
     def setup(self) -> dict[str, Any]:
-        self.quota_id = f"calibrate-{uuid.uuid4().hex[:10]}"
-        op = HttpTickets(self.host, admin_token=self.options.admin_token).put_quota(self.quota_id, 0, 60.0)
-        if op.type != OK:
-            raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
+        self.quota_id = _empty_quota(self, "calibrate")
         return {"quota_id": self.quota_id}
 
     def adopt(self, shared: dict[str, Any]) -> None:

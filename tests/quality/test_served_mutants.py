@@ -1,0 +1,101 @@
+"""Quality over HTTP: served targets that break one promise each FAIL both the URL properties
+and the load, and the error budget and the INCONCLUSIVE paths have teeth.
+
+Each mutant is the reference target with one promise broken (``tests/support/mutants.py``),
+served in its own process and met over loopback exactly as a staging service would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..support.mutants import served
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.http
+
+
+def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-x",
+           "-p", "no:cacheprovider", "--target-url", url, *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def load_against(url: str, scenario: str, tmp_path: Path, *extra: str,
+                 locustfile: Path = ROOT / "loadtests") -> tuple[int, dict[str, Any], str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", url,
+           "--scenario", scenario, "--report-dir", str(tmp_path), "--only-summary", "--loglevel", "WARNING", *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    sidecars = sorted(tmp_path.glob(f"{scenario}-*.json"), key=lambda p: p.stat().st_mtime)
+    assert sidecars, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.returncode, json.loads(sidecars[-1].read_text()), proc.stdout + proc.stderr
+
+
+def result(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for group in ("load", "checks", "slos") for r in doc[group] if r["name"] == name)
+
+
+TICKETS_LOAD = ("--scale", "0.01", "--time-scale", "24")
+FEED_LOAD = ("--scale", "0.002", "--time-scale", "100", "--duration", "6")
+
+
+def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_load(tmp_path: Path) -> None:
+    with served("tickets-sells-expired-holds") as t:
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
+        assert code == 1 and "expired_hold_is_never_sold: FAIL" in out, out[-3000:]
+        code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
+    r = result(doc, "expired_hold_is_never_sold")
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, out[-3000:]
+    assert r["chances"] >= 1 and "sold it" in r["first_violation"]
+
+
+def test_a_tickets_target_answering_500_to_every_reservation_fails_on_its_error_budget(tmp_path: Path) -> None:
+    with served("tickets-500-on-every-reservation") as t:
+        code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
+    budget = result(doc, "error budget")
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", out[-3000:]
+    assert budget["valid"] is False and budget["counts"]["worst_kind"] == "reserve"
+    assert "database_unavailable" in budget["first_violation"]
+    # and no check pretends to have held: they could not see a single reservation's outcome
+    assert result(doc, "no_oversell")["valid"] != True  # noqa: E712 - unknown or False, never a pass
+
+
+@pytest.mark.parametrize("mutant, caught_by", [
+    ("feed-ignores-unfollows", "unfollowed_authors_never_shown"),
+    ("feed-skips-a-post-at-each-page-boundary", "pages_do_not_skip_or_repeat"),
+])
+def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught_by: str, tmp_path: Path) -> None:
+    with served(mutant) as t:
+        code, out = properties_against(t.url, "feed")
+        assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
+        code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+    r = result(doc, caught_by)
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, (r, out[-3000:])
+    print(f"\n{mutant}: {r['first_violation']}")
+
+
+def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> None:
+    with served("feed-fanout-stalls") as t:
+        code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+    r = result(doc, "posts_visible_within_window")
+    assert code == 1 and r["valid"] is False and r["chances"] >= 1, (r, out[-3000:])
+
+
+def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tmp_path: Path) -> None:
+    from peakproof.launch import ServedTarget
+
+    with ServedTarget("tickets") as t:
+        code, doc, out = load_against(t.url, "tickets-sold-out-that-raises", tmp_path, "--scale", "0.01",
+                                      "--duration", "2", locustfile=ROOT / "tests" / "support" / "raising_scenario.py")
+    assert code == 2 and doc["verdict"]["outcome"] == "INCONCLUSIVE", out[-3000:]
+    assert any("ZeroDivisionError" in e for e in doc["harness_errors"])
+    assert "Traceback" in (tmp_path / doc["html"]).read_text()
