@@ -19,6 +19,7 @@ from typing import Any
 import uuid
 
 import pytest
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
@@ -74,9 +75,11 @@ class FeedMachine(RuleBasedStateMachine):
             if user != author:
                 self.d.follow(self.names[user], self.names[author])
 
-    @rule(user=st.sampled_from(USERS), followee=st.sampled_from(USERS))
-    def unfollow(self, user: str, followee: str) -> None:
+    @rule(user=st.sampled_from(USERS), followee=st.sampled_from(USERS), looks=st.booleans())
+    def unfollow(self, user: str, followee: str, looks: bool) -> None:
         self.d.unfollow(self.names[user], self.names[followee])
+        if looks:  # and reads at once: unfollowed_authors_never_shown gets its chance
+            self.d.read(self.names[user], 5)
 
     @rule(author=st.sampled_from(USERS), same_instant=st.booleans())
     def publish(self, author: str, same_instant: bool) -> None:
@@ -107,10 +110,12 @@ class FeedMachine(RuleBasedStateMachine):
             for user in USERS:
                 self.d.read(self.names[user], 5)
 
-    @rule(user=st.sampled_from(USERS), limit=st.integers(1, 5))
-    def read_first_page(self, user: str, limit: int) -> None:
+    @rule(user=st.sampled_from(USERS), limit=st.integers(1, 5), turn=st.booleans())
+    def read_first_page(self, user: str, limit: int, turn: bool) -> None:
         op = self.d.read(self.names[user], limit)
         self.pages[user] = (op.value or {}).get("next_cursor"), limit
+        if turn:  # a reader who scrolls on at once: pages_do_not_skip_or_repeat gets its chance
+            self.read_next_page(user)
 
     @rule(user=st.sampled_from(USERS))
     def read_next_page(self, user: str) -> None:
@@ -152,7 +157,10 @@ def test_a_served_feed_matches_the_pull_model_over_http(request: pytest.FixtureR
     class Machine(FeedMachine):
         target_url, admin_token = url, request.config.getoption("--admin-token")
 
-    run_state_machine_as_test(Machine)  # the profile's budget: an example is ~30 ms over loopback
+    # the profile's budget (an example is ~30 ms over loopback); the first failing run is reported as
+    # found: shrinking it over HTTP replays hundreds of runs against a live server (minutes)
+    run_state_machine_as_test(Machine, settings=settings(settings.default,
+                                                         phases=[Phase.explicit, Phase.reuse, Phase.generate]))
 
 
 @pytest.mark.parametrize("policy", ["push", "pull"])
