@@ -39,6 +39,7 @@ from peakproof.history import OK, History, Op
 from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
                                scenario)
 from peakproof.report import Chart
+from peakproof.slo import statistic
 
 __all__ = ["OpenModelUser", "ScenarioShape", "FeedPeak", "FeedSlowConsumer", "FeedShardDown"]
 
@@ -401,10 +402,10 @@ def lag_charts(lags: list[dict[str, Any]], window: float, t0: float, watch_windo
 
 
 def _pct(values: list[float], q: float) -> float | None:
+    """The SLOs' percentile rule (nearest rank), so a charted or printed p99 is the judged one."""
     if not values:
         return None
-    v = sorted(values)
-    return round(v[min(len(v) - 1, int(q * len(v)))], 4)
+    return round(statistic(sorted(values), f"p{q * 100:g}"), 4)
 
 
 @scenario

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 
@@ -39,6 +40,8 @@ class Case:
     peak_rate: Callable[[], float] = lambda: 0.0  # the seed's full peak, arrivals/s
     # a stage that needs no server (the reference target only): (name, results, detail)
     in_process_stage: Callable[[argparse.Namespace], tuple[str, list[Any], str]] | None = None
+    # ``peakproof serve CASE``: serve the reference target until interrupted (args, db, policy)
+    serve: Callable[[argparse.Namespace, Path, str], None] = lambda args, db, policy: None
 
     @property
     def default_policy(self) -> str:
@@ -82,6 +85,34 @@ def _tickets_seed_opening(args: argparse.Namespace) -> tuple[str, list[Any], str
 OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
 
 
+def _serve_tickets(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.tickets.server import serve
+
+    serve(args.host, args.port, db, policy=policy, admin_token=args.admin_token, hold_seconds=args.hold_seconds,
+          lease_seconds=args.lease_seconds, threads=args.threads, durability=args.durability)
+
+
+def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.notifications.server import serve
+
+    from .errors import UsageError
+
+    if not args.provider_url:
+        raise UsageError("--provider-url", "the providers' base URL", None,
+                         "Start them with 'peakproof serve providers --port 8001' and pass "
+                         "--provider-url http://127.0.0.1:8001.")
+    serve(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff, workers=args.threads,
+          call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down)
+
+
+def _serve_feed(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.feed.server import serve
+
+    serve(args.host, args.port, db, policy=policy, threshold=args.threshold, inbox_cap=args.inbox_cap,
+          shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
+          admin_token=args.admin_token, window=args.window, durability=args.durability)
+
+
 def _feed_peak() -> float:
     from .models.feed import compute
 
@@ -93,13 +124,13 @@ CASES: dict[str, Case] = {
     "tickets": Case(
         "tickets", "/tickets", "Case T: the ticket opening", ("pessimistic", "optimistic", "none"),
         ("tickets-opening",), calibration="tickets-calibrate", default_scale=0.15, default_time_scale=24.0,
-        peak_rate=lambda: 20_000.0, in_process_stage=_tickets_seed_opening),
+        peak_rate=lambda: 20_000.0, in_process_stage=_tickets_seed_opening, serve=_serve_tickets),
     "notifications": Case(
         "notifications", "/notifications", "Case N: notifications at peak", ("cascade", "single", "parallel"),
         ("notifications-peak",),
         ("notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"),
         calibration="notifications-calibrate", default_scale=0.2, default_time_scale=24.0, headroom=0.4,
-        needs_providers=True, peak_rate=lambda: 1736.11,
+        needs_providers=True, peak_rate=lambda: 1736.11, serve=_serve_notifications,
         # faults cost the target more per notification (timeouts held; 3x the arrivals in a flood)
         scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,
                         "notifications-reminder-flood": 0.25},
@@ -108,7 +139,7 @@ CASES: dict[str, Case] = {
         "feed", "/feed", "Case F: the news feed at peak", ("hybrid", "push", "pull"),
         ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate",
         default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, fresh_target_per_scenario=True,
-        load_args=_with_duration, scale_axis="time_scale", peak_rate=_feed_peak),
+        load_args=_with_duration, scale_axis="time_scale", peak_rate=_feed_peak, serve=_serve_feed),
 }
 
 

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,models}")
 
     s = sub.add_parser("serve", help="serve a reference target or the provider simulator (127.0.0.1 by default)")
-    s.add_argument("case", choices=["tickets", "notifications", "feed", "providers"], help="what to serve")
+    s.add_argument("case", choices=[*CASES, "providers"], help="what to serve")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=_positive(int), default=8000)
     s.add_argument("--policy", default=None,
@@ -184,44 +184,22 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_case(args: argparse.Namespace) -> int:
     db = Path(args.db or f".peakproof/{args.case}.sqlite3")
     where = f"http://{args.host}:{args.port}"
-    if args.case == "tickets":
-        from targets.tickets.server import serve
+    if args.case in CASES:
+        case = CASES[args.case]
+        policy = args.policy or case.default_policy
+        print(f"peakproof: serving {case.name} (policy {policy}) on {where}{case.path} (db {db})", file=sys.stderr,
+              flush=True)
+        case.serve(args, db, policy)
+        return 0
+    import uvicorn
 
-        policy = args.policy or "pessimistic"
-        print(f"peakproof: serving tickets (policy {policy}) on {where}/tickets (db {db})", file=sys.stderr, flush=True)
-        serve(args.host, args.port, db, policy=policy, admin_token=args.admin_token, hold_seconds=args.hold_seconds,
-              lease_seconds=args.lease_seconds, threads=args.threads, durability=args.durability)
-    elif args.case == "notifications":
-        from targets.notifications.server import serve as serve_notifications
+    from .providers import ProviderConfig, ProviderSim, provider_app
 
-        if not args.provider_url:
-            raise UsageError("--provider-url", "the providers' base URL", None,
-                             "Start them with 'peakproof serve providers --port 8001' and pass "
-                             "--provider-url http://127.0.0.1:8001.")
-        policy = args.policy or "cascade"
-        print(f"peakproof: serving notifications (policy {policy}) on {where}/notifications, providers at "
-              f"{args.provider_url} (db {db})", file=sys.stderr, flush=True)
-        serve_notifications(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff,
-                            workers=args.threads, call_timeout=args.call_timeout,
-                            breaker_cool_down=args.breaker_cool_down)
-    elif args.case == "feed":
-        from targets.feed.server import serve as serve_feed
-
-        policy = args.policy or "hybrid"
-        print(f"peakproof: serving feed (policy {policy}) on {where}/feed (db {db})", file=sys.stderr, flush=True)
-        serve_feed(args.host, args.port, db, policy=policy, threshold=args.threshold, inbox_cap=args.inbox_cap,
-                   shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
-                   admin_token=args.admin_token, window=args.window, durability=args.durability)
-    else:
-        import uvicorn
-
-        from .providers import ProviderConfig, ProviderSim, provider_app
-
-        sim = ProviderSim(ProviderConfig(multiplier=args.multiplier, down=tuple(args.down), ack_lost=args.ack_lost,
-                                         latency=args.latency, seed=args.seed))
-        print(f"peakproof: serving providers (push, sms, email) on {where}", file=sys.stderr, flush=True)
-        uvicorn.run(provider_app(sim), host=args.host, port=args.port, loop="uvloop", http="httptools",
-                    access_log=False, log_level="warning", backlog=4096)
+    sim = ProviderSim(ProviderConfig(multiplier=args.multiplier, down=tuple(args.down), ack_lost=args.ack_lost,
+                                     latency=args.latency, seed=args.seed))
+    print(f"peakproof: serving providers (push, sms, email) on {where}", file=sys.stderr, flush=True)
+    uvicorn.run(provider_app(sim), host=args.host, port=args.port, loop="uvloop", http="httptools",
+                access_log=False, log_level="warning", backlog=4096)
     return 0
 
 

@@ -14,9 +14,10 @@ from typing import Sequence
 
 import requests
 
+from .case import CASES as _CASES
 from .errors import TargetError
 
-CASES = {"tickets": "/tickets", "notifications": "/notifications", "feed": "/feed", "providers": ""}
+CASES = {**{name: case.path for name, case in _CASES.items()}, "providers": ""}  # what can be served, where
 
 
 def free_port() -> int:

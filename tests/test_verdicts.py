@@ -136,3 +136,18 @@ def test_auto_scale_runs_at_the_case_s_headroom_of_the_calibrated_rate() -> None
     assert auto_scale(tickets, cal, 20_000, processes=2) == 0.1
     assert auto_scale(tickets, CalibrationResult("x", 0.0, error="refused"), 20_000) == 0.0
     assert processes_for(20_000, 2_151.3) == 10
+
+
+def test_the_charted_p99_is_the_judged_p99() -> None:
+    from peakproof.offered import load_charts
+    from peakproof.slo import Threshold
+
+    h = HandHistory()
+    for i in range(137):  # one intended second, latencies 1..137 ms
+        op = h.at(0.0).ok("reserve", {"request_id": f"r{i}"}, {}, pending=True)
+        op.intended_time, op.send_time = 0.0, 0.0
+        h.at((i + 1) / 1000).finish(op)
+    charts = load_charts([0.0] * 137, h.history.ops, 0.0, {})
+    charted = dict(charts[1].series["p99 from intended"])[0]
+    judged = Threshold("reserve", "p99", 1.0).judge(h.history.ops).counts["actual_ms"] / 1000
+    assert charted == judged == 0.136  # nearest rank: the 136th of 137
