@@ -75,8 +75,14 @@ class CheckResult:
         text = f"[{mark}] {self.name}: Actual {actual} / Limit {limit}"
         if self.chances is not None:
             text += f"; chances {self.chances:,} {self.chance_kind}".rstrip()
-        why = self.first_violation or (self.note if self.valid is not True else None)
+        why = self.why()
         return text + (f"\n      {why}" if why else "")
+
+    def why(self) -> str | None:
+        """What to read first: the violation when it failed, the reason when it is undecided."""
+        if self.valid == "unknown":
+            return self.note or self.first_violation
+        return self.first_violation or self.note
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "valid": self.valid, "counts": self.counts,

@@ -183,7 +183,7 @@ def _results_table(results: list[CheckResult]) -> str:
         rows.append(f"<tr><td class='{mark}'>{mark.upper()}</td><td>{html.escape(res.name)}</td>"
                     f"<td>{html.escape(chances)}</td><td>{html.escape(_fmt_count(violations))}</td>"
                     f"<td>{html.escape(actual)}</td><td>{html.escape(limit)}</td>"
-                    f"<td>{html.escape(res.first_violation or res.note or '')}</td></tr>")
+                    f"<td>{html.escape(res.why() or '')}</td></tr>")
     return ("<table><tr><th></th><th>property</th><th>chances to fail</th><th>violations</th><th>Actual</th>"
             "<th>Limit</th><th>first violation / note</th></tr>" + "".join(rows) + "</table>")
 
