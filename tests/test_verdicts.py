@@ -151,3 +151,11 @@ def test_the_charted_p99_is_the_judged_p99() -> None:
     charted = dict(charts[1].series["p99 from intended"])[0]
     judged = Threshold("reserve", "p99", 1.0).judge(h.history.ops).counts["actual_ms"] / 1000
     assert charted == judged == 0.136  # nearest rank: the 136th of 137
+
+
+def test_a_loopback_target_shares_the_machine_and_a_remote_one_does_not() -> None:
+    from peakproof.runner import on_loopback
+
+    assert on_loopback("http://127.0.0.1:8000/tickets") and on_loopback("http://127.3.4.5/x")
+    assert on_loopback("http://localhost:8000/feed") and on_loopback("http://[::1]:8000/feed")
+    assert not on_loopback("https://staging.example/tickets") and not on_loopback("http://10.0.0.5/tickets")
