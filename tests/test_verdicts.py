@@ -159,3 +159,20 @@ def test_a_loopback_target_shares_the_machine_and_a_remote_one_does_not() -> Non
     assert on_loopback("http://127.0.0.1:8000/tickets") and on_loopback("http://127.3.4.5/x")
     assert on_loopback("http://localhost:8000/feed") and on_loopback("http://[::1]:8000/feed")
     assert not on_loopback("https://staging.example/tickets") and not on_loopback("http://10.0.0.5/tickets")
+
+
+def test_g2_does_not_count_a_post_whose_delete_was_in_flight_as_missing() -> None:
+    from peakproof.cases.feed_checks import FeedAnalysis, posts_visible_within_window
+
+    h = HandHistory()
+    h.at(0).ok("follow", {"user_id": "a", "followee_id": "b"}, {})
+    h.at(1).ok("publish", {"author_id": "b", "text": "x"}, {"post_id": "p1", "author_id": "b", "created_at": 1.0})
+    gone = h.at(100).ok("delete", {"post_id": "p1"}, {}, pending=True)  # sent, not yet answered
+    h.at(100).ok("read", {"user_id": "a", "limit": 20, "cursor": None}, {"items": [], "next_cursor": None})
+    h.finish(gone)
+    assert posts_visible_within_window(FeedAnalysis(h.history, window=60)).valid is not False
+    h2 = HandHistory()  # the same without the delete: a post 99 s old missing is a G2 violation
+    h2.at(0).ok("follow", {"user_id": "a", "followee_id": "b"}, {})
+    h2.at(1).ok("publish", {"author_id": "b", "text": "x"}, {"post_id": "p1", "author_id": "b", "created_at": 1.0})
+    h2.at(100).ok("read", {"user_id": "a", "limit": 20, "cursor": None}, {"items": [], "next_cursor": None})
+    assert posts_visible_within_window(FeedAnalysis(h2.history, window=60)).valid is False

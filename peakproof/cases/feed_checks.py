@@ -102,6 +102,12 @@ class FeedAnalysis:
         for pid in sorted(self.posts, key=lambda p: self._published_seq[p]):
             self._publish_seqs_by_author.setdefault(str(self.posts[pid].get("author_id")), []).append(
                 self._published_seq[pid])
+        # the first delete *sent* of each post (ok, info or still open): from then on it may be gone
+        self._delete_sent: dict[str, int] = {}
+        for w in self.writes:
+            if w.f == "delete":
+                pid = str(w.args["post_id"])
+                self._delete_sent[pid] = min(self._delete_sent.get(pid, w.invoke_seq), w.invoke_seq)
         self._first_delete_by_author: dict[str, int] = {}
         for pid, seq in self._deleted_seq.items():
             post = self.posts.get(pid)
@@ -406,8 +412,8 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
         chances += any(op.invoke_time - a.published_at.get(k[1], op.invoke_time) >= a.window for k in live[:limit])
         for key in live[:limit]:
             age = op.invoke_time - a.published_at.get(key[1], op.invoke_time)
-            if key in shown:
-                continue
+            if key in shown or a._delete_sent.get(key[1], op.complete_seq) < op.complete_seq:
+                continue  # shown, or a delete sent before the read returned may have taken it
             if age >= a.window and not (len(got) >= limit and got[-1] > key):
                 v.add(f"{op.args['user_id']!r}'s feed lacks post {key[1]} published {age:.1f} s before the read "
                       f"(window {a.window:g} s)", op)
