@@ -2,10 +2,11 @@
 
 A transport sends one request and returns (status, body bytes) or raises
 :class:`TransportError`. ``RequestsTransport`` wraps a ``requests.Session`` (properties,
-CLI, bursts); the load engine wraps Locust's FastHttpSession the same way
-(:mod:`peakproof.loadgen`). :func:`call` records the operation and classifies it:
+CLI, bursts); the load engine has its own over gevent (``GeventTransport`` in
+:mod:`peakproof.loadgen`). :func:`call` records the operation and classifies it:
 
-* 2xx with a body the case's parser accepts: ok;
+* 2xx with a body the case's parser accepts: ok; a PUT or DELETE may answer any 2xx with
+  no body at all (201 Created, 204 No Content: HTTP allows both), which is ok with ``{}``;
 * 4xx with an ``error`` code, a refused connection (nothing was sent), or 503 ``busy``
   (the contracts say nothing changed): fail;
 * timeout, reset, any other 5xx, an unparsable or wrong-shaped body: info.
@@ -83,15 +84,21 @@ def call(history: History, transport: Transport, f: str, args: dict[str, Any], m
     except Exception as e:  # a bug on our side: the outcome is unknown, and it must not stay pending
         history.complete(op, INFO, "client_error", f"{type(e).__name__}: {e}")
         raise
-    return classify(history, op, status, content, parse)
+    return classify(history, op, status, content, parse, method)
 
 
-def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any]) -> Op:
+NO_BODY_ALLOWED = ("PUT", "DELETE")
+
+
+def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any],
+             method: str = "GET") -> Op:
     try:
         doc = json.loads(content) if content else None
     except ValueError:
         doc = None
     if 200 <= status < 300:
+        if not content.strip() and method in NO_BODY_ALLOWED:
+            return history.complete(op, OK, {})
         try:
             return history.complete(op, OK, parse(doc))
         except (TypeError, ValueError, KeyError) as e:

@@ -1,4 +1,5 @@
-"""Fixtures that hand a test its target: the in-process reference, a URL, or a served reference.
+"""Fixtures that hand a property its target (one mechanism for every case): the in-process
+reference, a URL, or a served reference.
 
 Loaded by the project's ``conftest.py`` (``pytest_plugins``); the options themselves are
 declared there.
@@ -6,68 +7,100 @@ declared there.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
-from .cases.tickets import HttpTickets, InProcessTickets, TicketsDriver, load_driver
 from .checks import EXERCISED
+from .driver import load_driver
 from .history import History
 from .launch import ServedTarget
 
 
-@dataclass
-class TicketsTarget:
-    """Where a tickets property runs. In-process: a fresh core per driver; URL: one server."""
+CASE_PATHS = {"tickets": "/tickets", "notifications": "/notifications", "feed": "/feed"}
 
-    url: str | None
-    policy: str = "pessimistic"
+
+@dataclass
+class Target:
+    """Where one case's properties run: its in-process reference (virtual time) or a URL.
+
+    Every property machine gets its drivers from here (:meth:`new_driver`), whatever the
+    case: the same options (``--target-url``, ``--admin-token``, ``--provider-url``,
+    ``--policy``, ``--driver``) mean the same thing for each.
+    """
+
+    case: str
+    url: str | None = None
+    policy: str | None = None  # of the in-process reference; None: the case's default
     admin_token: str | None = None
-    driver_spec: str | None = None
+    provider_url: str | None = None
+    driver_spec: str | None = None  # module:Class of the user's own driver (built with base_url=url)
+    in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
 
     @property
     def in_process(self) -> bool:
         return self.url is None
 
-    @property
-    def hold_seconds(self) -> float:
-        # Virtual time can use the seed's window; a URL runs in real time, so a short one.
-        return 120.0 if self.in_process else 0.5
-
-    @property
-    def advance_choices(self) -> list[float]:
-        h = self.hold_seconds
-        return [h / 60, h / 2, h * 1.01] if self.in_process else [0.05, 0.3, 0.8]
-
-    def new_driver(self, history: History | None = None) -> TicketsDriver:
+    def new_driver(self, history: History | None = None, **in_process_options: Any) -> Any:
+        """A fresh driver: in process, a new reference core (``in_process_options`` go to it);
+        over a URL, a driver of that URL recording into ``history``."""
+        module = importlib.import_module(f"peakproof.cases.{self.case}")
         if self.in_process:
-            return InProcessTickets(policy=self.policy, history=history)
+            options = {**self.in_process_options, **in_process_options}
+            if self.policy:
+                options.setdefault("policy", self.policy)
+            return module.IN_PROCESS(history=history, **options)
         if self.driver_spec:
-            return load_driver(self.driver_spec, base_url=self.url)
-        return HttpTickets(self.url, admin_token=self.admin_token, history=history)  # type: ignore[arg-type]
-
-    def shared(self) -> Callable[[History], TicketsDriver]:
-        """A factory of drivers that all reach the *same* target (for concurrent bursts)."""
-        if self.in_process:
-            import time
-
-            from targets.tickets import InMemoryStore, TicketsCore
-
-            core = TicketsCore(InMemoryStore(), time.time, policy=self.policy)  # type: ignore[arg-type]
-            return lambda history: InProcessTickets(core=core, history=history)
-        return lambda history: HttpTickets(self.url, admin_token=self.admin_token, history=history)  # type: ignore[arg-type]
+            return load_driver(self.driver_spec, module.PROTOCOL, base_url=self.url)
+        extra = {"provider_url": self.provider_url} if self.provider_url else {}
+        return module.OVER_HTTP(self.url, admin_token=self.admin_token, history=history, **extra)
 
     def describe(self) -> str:
-        return self.url or f"in-process reference target (policy {self.policy})"
+        return self.url or f"in-process reference target{f' (policy {self.policy})' if self.policy else ''}"
+
+
+def target_from_options(case: str, config: pytest.Config) -> Target:
+    """The case's :class:`Target` from the command line; skips when the URL serves another case."""
+    opt = config.getoption
+    url = opt("--target-url")
+    if url:
+        path = urlsplit(url).path.rstrip("/")
+        other = [c for c, p in CASE_PATHS.items() if c != case and path.endswith(p)]
+        if other:
+            pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
+                        f"{CASE_PATHS[case]} (or one with no case path)")
+    policy = opt("--policy") if case == "tickets" else None
+    return Target(case, url, policy, opt("--admin-token"), opt("--provider-url"),
+                  opt("--driver") if case == "tickets" else None)
 
 
 @pytest.fixture(scope="session")
-def tickets_target(request: pytest.FixtureRequest) -> TicketsTarget:
-    opt = request.config.getoption
-    return TicketsTarget(opt("--target-url"), opt("--policy"), opt("--admin-token"), opt("--driver"))
+def tickets_target(request: pytest.FixtureRequest) -> Target:
+    return target_from_options("tickets", request.config)
+
+
+@pytest.fixture(scope="session")
+def notifications_target(request: pytest.FixtureRequest) -> Target:
+    return target_from_options("notifications", request.config)
+
+
+@pytest.fixture(scope="session")
+def feed_target(request: pytest.FixtureRequest) -> Target:
+    return target_from_options("feed", request.config)
+
+
+@pytest.fixture
+def in_process_only(request: pytest.FixtureRequest) -> None:
+    """For properties that decide what the target cannot be told over HTTP (provider answers,
+    interleavings, partial fan-out): skipped with ``--target-url``, where their URL twins run."""
+    if request.config.getoption("--target-url"):
+        pytest.skip("an in-process property (it controls the target's insides); with --target-url its "
+                    "over-HTTP counterpart runs instead")
 
 
 @pytest.fixture(scope="session")

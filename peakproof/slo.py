@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .driver import SIDE
 from .checks import CheckResult
 from .errors import UsageError
 from .history import Op
@@ -94,7 +95,7 @@ class ErrorBudget:
         codes: dict[str, int] = {}
         refusals: dict[str, int] = {}
         for op in ops:
-            if not op.done:
+            if not op.done or op.process == SIDE:  # the harness's own observations are not the load
                 continue
             row = by_kind.setdefault(op.f, [0, 0])
             row[0] += 1

@@ -23,45 +23,33 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
-from peakproof.cases.feed import InProcessFeed, check_feed
+from peakproof.cases.feed import check_feed
 from peakproof.checks import assert_checks
+from peakproof.pytest_plugin import Target
 
 USERS = [f"u{i}" for i in range(4)]
 CAP, THRESHOLD = 6, 1
 
 
 class FeedMachine(RuleBasedStateMachine):
-    core_factory: Any = None  # a quality test plugs a broken core here
-    target_url: str = ""  # set: drive that URL instead of the in-process core
-    admin_token: str | None = None
+    target: Target = Target("feed")  # set per test run (the feed_target fixture)
     users = USERS
 
     @initialize()
     def start(self) -> None:
-        if self.target_url:
-            from peakproof.cases.feed import HttpFeed
-
-            self.d = HttpFeed(self.target_url, admin_token=self.admin_token)  # type: ignore[assignment]
+        self.posts: list[str] = []
+        self.pages: dict[str, Any] = {}
+        self.over_http = not self.target.in_process
+        if self.over_http:
+            self.d = self.target.new_driver()
             self.d.admin(threshold=THRESHOLD)  # the reference target's; another target keeps its own
             run = uuid.uuid4().hex[:8]
             self.names = {u: f"{run}-{u}" for u in USERS}
             self.cap = 400
-            self.posts, self.pages = [], {}
             return
         self.names = {u: u for u in USERS}
         self.cap = CAP
-        core = None
-        if self.core_factory is not None:
-            from peakproof.clock import VirtualClock
-
-            clock = VirtualClock()
-            core = self.core_factory(clock)
-        self.d = InProcessFeed(core=core, threshold=THRESHOLD, inbox_cap=CAP)
-        if core is not None:
-            self.d.clock = core.clock
-            self.d.history.clock = core.clock
-        self.posts: list[str] = []
-        self.pages: dict[str, Any] = {}
+        self.d = self.target.new_driver(threshold=THRESHOLD, inbox_cap=CAP)
 
     @rule(user=st.sampled_from(USERS), followee=st.sampled_from(USERS))
     def follow(self, user: str, followee: str) -> None:
@@ -83,7 +71,7 @@ class FeedMachine(RuleBasedStateMachine):
 
     @rule(author=st.sampled_from(USERS), same_instant=st.booleans())
     def publish(self, author: str, same_instant: bool) -> None:
-        if not same_instant and not self.target_url:
+        if not same_instant and not self.over_http:
             self.d.advance(1.0)
         op = self.d.publish(self.names[author], f"post by {author}")
         assert op.type == "ok", f"a valid publish must be accepted. Actual: {op!r}"
@@ -93,9 +81,9 @@ class FeedMachine(RuleBasedStateMachine):
     def author_posts_a_thread(self, author: str, posts: int) -> None:
         # several posts at once: inboxes fill past their cap, pages fill past their limit (over a URL
         # the target's cap is its own, so a short thread: each post is a request)
-        posts = min(posts, 3) if self.target_url else posts
+        posts = min(posts, 3) if self.over_http else posts
         for i in range(posts):
-            if not self.target_url:
+            if not self.over_http:
                 self.d.advance(0.1)
             op = self.d.publish(self.names[author], f"thread {i + 1}/{posts} by {author}")
             assert op.type == "ok", f"a valid publish must be accepted. Actual: {op!r}"
@@ -139,23 +127,19 @@ class FeedMachine(RuleBasedStateMachine):
             assert_checks(r for r in check_feed(self.d.history, inbox_cap=self.cap, window=float("inf")))
 
 
-@pytest.fixture
-def in_process_only(request: pytest.FixtureRequest) -> None:
-    if request.config.getoption("--target-url"):
-        pytest.skip("in-process machine; with --target-url the over-HTTP test runs instead")
+def test_feeds_match_the_pull_model_and_keep_every_invariant(feed_target: Target, in_process_only: None) -> None:
+    class Machine(FeedMachine):
+        target = feed_target
+
+    run_state_machine_as_test(Machine)
 
 
-def test_feeds_match_the_pull_model_and_keep_every_invariant(in_process_only: None) -> None:
-    run_state_machine_as_test(FeedMachine)
-
-
-def test_a_served_feed_matches_the_pull_model_over_http(request: pytest.FixtureRequest) -> None:
-    url = request.config.getoption("--target-url")
-    if not url or "/feed" not in url:
+def test_a_served_feed_matches_the_pull_model_over_http(feed_target: Target) -> None:
+    if feed_target.in_process:
         pytest.skip("needs --target-url .../feed (e.g. peakproof serve feed, then http://127.0.0.1:8000/feed)")
 
     class Machine(FeedMachine):
-        target_url, admin_token = url, request.config.getoption("--admin-token")
+        target = feed_target
 
     # the profile's budget (an example is ~30 ms over loopback); the first failing run is reported as
     # found: shrinking it over HTTP replays hundreds of runs against a live server (minutes)
@@ -168,6 +152,7 @@ def test_the_pure_policies_keep_the_same_invariants(policy: str, in_process_only
     from targets.feed import FeedCore
 
     class Machine(FeedMachine):
-        core_factory = staticmethod(lambda clock: FeedCore(clock, policy=policy, inbox_cap=CAP))
+        target = Target("feed", in_process_options={
+            "core_factory": lambda clock: FeedCore(clock, policy=policy, inbox_cap=CAP)})
 
     run_state_machine_as_test(Machine)

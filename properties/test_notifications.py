@@ -16,9 +16,10 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from peakproof.cases.notifications import InProcessNotifications, NotificationsAnalysis, check_notifications
+from peakproof.cases.notifications import NotificationsAnalysis, check_notifications
 from peakproof.checks import assert_checks
 from peakproof.history import OK
+from peakproof.pytest_plugin import Target
 
 CHANNELS = ["push", "sms", "email"]
 TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
@@ -27,9 +28,9 @@ TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 
 
 class NotificationsMachine(RuleBasedStateMachine):
-    """A few recipients, events sent and replayed; Hypothesis answers for the providers."""
+    """A few recipients, events sent and replayed; Hypothesis answers for the providers (in process)."""
 
-    policy = "cascade"
+    target: Target = Target("notifications")  # set per test run (the notifications_target fixture)
     events = Bundle("events")
 
     @initialize(data=st.data())
@@ -45,7 +46,7 @@ class NotificationsMachine(RuleBasedStateMachine):
             return self.data.draw(st.sampled_from(["ok", "ok", "transient", "permanent", "ack_lost"]),
                                    label=f"{ch} answers")
 
-        self.d = InProcessNotifications(policy=self.policy, outcome=provider, backoff=30.0)
+        self.d = self.target.new_driver(outcome=provider, backoff=30.0)
         self.recipients = []
         for i in range(3):
             prefs = data.draw(st.permutations(CHANNELS), label=f"preferences of r{i}")
@@ -106,12 +107,6 @@ class NotificationsMachine(RuleBasedStateMachine):
                                                  for c in self.d.provider_calls()[-30:]))
 
 
-@pytest.fixture(scope="session")
-def in_process_only(request: pytest.FixtureRequest) -> None:
-    if request.config.getoption("--target-url"):
-        pytest.skip("this machine decides every provider answer itself; over a URL the next test runs instead")
-
-
 class OverHttp(RuleBasedStateMachine):
     """Against a URL: Hypothesis sends, replays and reads; the simulator's failure model answers.
 
@@ -120,15 +115,12 @@ class OverHttp(RuleBasedStateMachine):
     (``peakproof serve notifications --backoff 0.3``).
     """
 
-    target_url = ""
-    provider_url = ""
+    target: Target  # a URL target with a provider URL (the notifications_target fixture)
     events = Bundle("events")
 
     @initialize()
     def start(self) -> None:
-        from peakproof.cases.notifications import HttpNotifications
-
-        self.d = HttpNotifications(self.target_url, self.provider_url)
+        self.d = self.target.new_driver()
         self.run = uuid.uuid4().hex[:8]
         self.recipients = []
         for i, prefs in enumerate([["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]):
@@ -168,27 +160,33 @@ class OverHttp(RuleBasedStateMachine):
                       if r.name != "delivery_ratio_at_least")
 
 
-def test_a_served_target_keeps_every_invariant_over_http(request: pytest.FixtureRequest) -> None:
+def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target) -> None:
     from hypothesis import settings
 
-    url, providers = request.config.getoption("--target-url"), request.config.getoption("--provider-url")
-    if not url or not providers or "/notifications" not in url:
+    if notifications_target.in_process or not notifications_target.provider_url:
         pytest.skip("needs --target-url .../notifications and --provider-url")
 
     class Machine(OverHttp):
-        target_url, provider_url = url, providers
+        target = notifications_target
 
     run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=min(
         settings.default.max_examples, 10), stateful_step_count=15))
 
 
-def test_notifications_keep_every_invariant_whatever_the_providers_answer(in_process_only: None) -> None:
-    run_state_machine_as_test(NotificationsMachine)
+def test_notifications_keep_every_invariant_whatever_the_providers_answer(
+        notifications_target: Target, in_process_only: None) -> None:
+    class Machine(NotificationsMachine):
+        target = notifications_target
+
+    run_state_machine_as_test(Machine)
 
 
-def test_each_notification_stays_within_its_budget_and_status_only_moves_forward(in_process_only: None) -> None:
+def test_each_notification_stays_within_its_budget_and_status_only_moves_forward(
+        notifications_target: Target, in_process_only: None) -> None:
     # the same machine, judged at its end: every notification has finished within 3 rounds
     class Finishing(NotificationsMachine):
+        target = notifications_target
+
         def teardown(self) -> None:
             if hasattr(self, "d"):
                 self.d.outcome = None  # no drawing in teardown: the simulator's own failure model answers

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any, Callable
 from urllib.parse import quote
 
 import pytest
@@ -27,29 +28,52 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved_reservations
 from peakproof.checks import assert_checks
-from peakproof.history import FAIL, OK
-from peakproof.pytest_plugin import TicketsTarget
+from peakproof.history import FAIL, OK, History
+from peakproof.pytest_plugin import Target
 
 BUYERS = ["ayse", "mehmet", "zeynep", "can"]
+
+
+def hold_seconds(target: Target) -> float:
+    # Virtual time can use the seed's window; a URL runs in real time, so a short one.
+    return 120.0 if target.in_process else 0.5
+
+
+def advance_choices(target: Target) -> list[float]:
+    h = hold_seconds(target)
+    return [h / 60, h / 2, h * 1.01] if target.in_process else [0.05, 0.3, 0.8]
+
+
+def shared_target(target: Target) -> Callable[[History], Any]:
+    """Drivers that all reach the *same* target (for a concurrent burst): one core in wall-clock
+    time in process, the URL otherwise."""
+    if not target.in_process:
+        return lambda history: target.new_driver(history)
+    import time
+
+    from targets.tickets import InMemoryStore, TicketsCore
+
+    core = TicketsCore(InMemoryStore(), time.time, policy=target.policy or "pessimistic")  # type: ignore[arg-type]
+    return lambda history: target.new_driver(history, core=core)
 
 
 class TicketsMachine(RuleBasedStateMachine):
     """One quota, a few buyers; the checks judge the history after every step."""
 
-    target_under_test: TicketsTarget  # set per test run
+    target: Target  # set per test run (the tickets_target fixture)
 
     keys = Bundle("keys")
 
     @initialize(capacity=st.integers(1, 8))
     def open_quota(self, capacity: int) -> None:
-        self.d = self.target_under_test.new_driver()
+        self.d = self.target.new_driver()
         self.quota = f"prop-{uuid.uuid4().hex[:12]}"
         self.capacity = capacity
         self.n = 0
         self.ids: dict[tuple[str, str], str] = {}
         self.qty: dict[tuple[str, str], int] = {}
         self.expires: dict[tuple[str, str], float] = {}
-        op = self.d.put_quota(self.quota, capacity, self.target_under_test.hold_seconds)
+        op = self.d.put_quota(self.quota, capacity, hold_seconds(self.target))
         assert op.type == OK, f"could not set up the quota: {op!r}"
 
     @rule(target=keys, buyer=st.sampled_from(BUYERS), quantity=st.integers(1, 3))
@@ -84,7 +108,7 @@ class TicketsMachine(RuleBasedStateMachine):
         if key not in self.ids or key not in self.expires:
             return
         wait = self.expires[key] + self.d.tolerance.skew + 0.05 - self.d.now()
-        if wait > 1.0 and not self.target_under_test.in_process:
+        if wait > 1.0 and not self.target.in_process:
             return  # over a URL time is real: leave the long waits to time_passes
         if wait > 0:
             self.d.advance(wait)
@@ -103,7 +127,7 @@ class TicketsMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def time_passes(self, data: st.DataObject) -> None:
-        self.d.advance(data.draw(st.sampled_from(self.target_under_test.advance_choices), label="seconds"))
+        self.d.advance(data.draw(st.sampled_from(advance_choices(self.target)), label="seconds"))
 
     @invariant()
     def every_check_holds(self) -> None:
@@ -124,9 +148,9 @@ class TicketsMachine(RuleBasedStateMachine):
             note("history:\n" + "\n".join(repr(op) for op in self.d.history.ops[-40:]))
 
 
-def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: TicketsTarget) -> None:
+def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: Target) -> None:
     class Machine(TicketsMachine):
-        target_under_test = tickets_target
+        target = tickets_target
 
     # A URL runs in real time (time_passes sleeps), so it gets fewer, shorter runs than the
     # profile's, and reports the first failing run as found: shrinking it would replay dozens of
@@ -137,9 +161,9 @@ def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets
 
 
 def test_a_concurrent_burst_around_sell_out_neither_oversells_nor_refuses_valid_buyers(
-        tickets_target: TicketsTarget) -> None:
+        tickets_target: Target) -> None:
     requests_n = 3_000 if tickets_target.in_process else 4_000
-    quota_id, history = concurrent_burst(tickets_target.shared(), capacity=400, requests=requests_n, threads=16,
+    quota_id, history = concurrent_burst(shared_target(tickets_target), capacity=400, requests=requests_n, threads=16,
                                          hold_seconds=600.0, deadline_seconds=120.0)
     results = check_tickets(history, tickets_target.new_driver().tolerance)
     counts = history.counts()
@@ -184,10 +208,10 @@ def _core_tolerance():  # virtual time: no slack
 
 
 @pytest.fixture(scope="session")
-def in_process_policy(tickets_target: TicketsTarget) -> str:
+def in_process_policy(tickets_target: Target) -> str:
     if not tickets_target.in_process:
         pytest.skip("interleavings step the reference core in-process; a URL cannot be stepped")
-    return tickets_target.policy
+    return tickets_target.policy or "pessimistic"
 
 
 @given(case=contention())

@@ -4,7 +4,6 @@ and the URL property machine catching a broken served feed."""
 from __future__ import annotations
 
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,10 +17,10 @@ from peakproof.cases.feed import HttpFeed, check_feed
 from peakproof.checks import assert_checks
 from peakproof.launch import ServedTarget
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "properties"))
-from test_feed import FeedMachine  # noqa: E402
+from peakproof.pytest_plugin import Target
+from properties.test_feed import FeedMachine
 
-from .quality import fixed_budget  # noqa: E402
+from .quality import fixed_budget
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +169,7 @@ def test_the_url_machine_catches_a_served_feed_that_ignores_deletes() -> None:
     url, server = _serve_core(IgnoresDeletes(time.time, threshold=1))
     try:
         class Machine(FeedMachine):
-            target_url = url
+            target = Target("feed", url)
 
         with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
             run_state_machine_as_test(Machine, settings=fixed_budget(200, stateful_step_count=20, shrink=False))

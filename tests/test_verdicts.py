@@ -162,7 +162,7 @@ def test_a_loopback_target_shares_the_machine_and_a_remote_one_does_not() -> Non
 
 
 def test_g2_does_not_count_a_post_whose_delete_was_in_flight_as_missing() -> None:
-    from peakproof.cases.feed_checks import FeedAnalysis, posts_visible_within_window
+    from peakproof.cases.feed.checks import FeedAnalysis, posts_visible_within_window
 
     h = HandHistory()
     h.at(0).ok("follow", {"user_id": "a", "followee_id": "b"}, {})

@@ -180,9 +180,14 @@ class FeedCore:
                 # backfill: the followee's fanned-out posts were never written to this inbox
                 keys = self.by_author.get(followee)
                 if keys and self.threshold >= 0:
-                    for key in keys[-self.inbox_cap:]:
+                    # the newest cap *live* posts: a deleted one must not take an older live post's slot
+                    live = 0
+                    for key in reversed(keys):
+                        if live >= self.inbox_cap:
+                            break
                         if self.posts[key[1]].fanned_out and key[1] not in self.deleted:
                             self._write(user, key)
+                            live += 1
             return len(new)
 
     def unfollow(self, user: str, followee: str) -> None:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
+from peakproof.pytest_plugin import Target
 from targets.feed import FeedCore
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "properties"))
-from test_feed import CAP, THRESHOLD, FeedMachine  # noqa: E402
+from properties.test_feed import CAP, THRESHOLD, FeedMachine
 
-from . import fixed_budget  # noqa: E402
-from .test_tickets_quality import failure_text  # noqa: E402
+from . import fixed_budget
+from .test_tickets_quality import failure_text
 
 BUDGET = fixed_budget(500, stateful_step_count=40, shrink=False)
 
@@ -109,7 +107,8 @@ class UncappedInbox(FeedCore):
 ])
 def test_the_feed_machine_catches_a_broken_feed(broken: type[FeedCore], caught_by: str | tuple[str, ...]) -> None:
     class Machine(FeedMachine):
-        core_factory = staticmethod(lambda clock: broken(clock, threshold=THRESHOLD, inbox_cap=CAP))
+        target = Target("feed", in_process_options={
+            "core_factory": lambda clock: broken(clock, threshold=THRESHOLD, inbox_cap=CAP)})
 
     with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
         run_state_machine_as_test(Machine, settings=BUDGET)

@@ -7,9 +7,7 @@ pass against a broken staging system.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +17,11 @@ from hypothesis.stateful import run_state_machine_as_test
 from peakproof.clock import VirtualClock
 from . import fixed_budget
 from peakproof.cases.tickets import InProcessTickets, interleaved_reservations
-from peakproof.pytest_plugin import TicketsTarget
+from peakproof.pytest_plugin import Target
 from targets.tickets import InMemoryStore, Reservation, TicketsCore
 from targets.tickets.core import Change, QuotaRow
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "properties"))
-from test_tickets import TicketsMachine, contention, interleavings_hold  # noqa: E402
+from properties.test_tickets import TicketsMachine, contention, interleavings_hold
 
 
 def failure_text(exc: BaseException) -> str:
@@ -173,14 +170,9 @@ class ConfirmKeepsTheHold(TicketsCore):
         return super().confirm(reservation_id)
 
 
-class BrokenTarget(TicketsTarget):
-    def __init__(self, core_class: type[TicketsCore]) -> None:
-        super().__init__(url=None)
-        self.core_class = core_class
-
-    def new_driver(self, history: Any = None) -> InProcessTickets:
-        clock = VirtualClock()
-        return InProcessTickets(core=self.core_class(InMemoryStore(), clock), clock=clock, history=history)
+def broken_target(core_class: type[TicketsCore]) -> Target:
+    """The tickets properties' target, with ``core_class`` in place of the reference core."""
+    return Target("tickets", in_process_options={"core_factory": lambda clock: core_class(InMemoryStore(), clock)})
 
 
 @pytest.mark.parametrize("broken, caught_by", [
@@ -194,7 +186,7 @@ class BrokenTarget(TicketsTarget):
 ])
 def test_the_state_machine_catches_a_broken_target(broken: type[TicketsCore], caught_by: str) -> None:
     class Machine(TicketsMachine):
-        target_under_test = BrokenTarget(broken)
+        target = broken_target(broken)
 
     with pytest.raises((AssertionError, BaseExceptionGroup)) as caught:
         run_state_machine_as_test(Machine, settings=QUALITY_BUDGET)
@@ -205,6 +197,6 @@ def test_the_state_machine_catches_a_broken_target(broken: type[TicketsCore], ca
 
 def test_the_reference_target_passes_the_same_state_machine() -> None:
     class Machine(TicketsMachine):
-        target_under_test = BrokenTarget(TicketsCore)
+        target = broken_target(TicketsCore)
 
     run_state_machine_as_test(Machine)

@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..checks import CheckResult, Violations
-from ..history import FAIL, INFO, OK, History, Op
+from ...checks import CheckResult, Violations
+from ...history import FAIL, INFO, OK, History, Op
 
 INF = math.inf
 

@@ -14,9 +14,9 @@ import html
 from collections import defaultdict
 from typing import Any, Iterable
 
-from ..checks import CheckResult, Violations
-from ..history import OK, History, Op
-from .. import providers as pv
+from ...checks import CheckResult, Violations
+from ...history import OK, History, Op
+from ... import providers as pv
 
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 

@@ -1,29 +1,31 @@
-"""Case N, notifications: the driver protocol, the in-process driver (virtual time), the workload.
+"""Case N, notifications: the driver protocol, the in-process and HTTP drivers.
 
-The checks live in :mod:`peakproof.cases.notifications_checks` and are re-exported here.
 The in-process driver runs the reference core against the provider simulator: ``advance``
 moves virtual time and pumps every provider call that falls due (rounds 30 s apart, the
-breakers' cool-down), in time order.
+breakers' cool-down), in time order. The HTTP driver reads the providers' record through
+its transport (a recorded side call).
 """
 
 from __future__ import annotations
 
-import random
-from typing import Any, Callable, Protocol
+from collections import deque
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..clock import VirtualClock
-from ..history import FAIL, INFO, OK, History, Op
-from ..http import json_object
-from ..providers import ProviderConfig, ProviderSim
-from .notifications_checks import (NOTIFICATION_CHECKS, NotificationsAnalysis, check_notifications,
-                                   delivery_ratio_at_least, urgent_mean_latency)
-
-__all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "NOTIFICATION_CHECKS", "NotificationsAnalysis",
-           "check_notifications", "delivery_ratio_at_least", "urgent_mean_latency", "peak_minute"]
+from ...clock import VirtualClock
+from ...driver import HttpDriver, InProcessDriver
+from ...history import History, Op
+from ...http import json_object
+from ...providers import ProviderConfig, ProviderSim
+from ...timefmt import parse_time
 
 
+@runtime_checkable
 class NotificationsDriver(Protocol):
+    """The operations of Case N. ``provider_calls`` is the providers' record (the ground truth)."""
+
     history: History
+
+    def now(self) -> float: ...
 
     def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
                       process: Any = 0) -> Op: ...
@@ -34,37 +36,27 @@ class NotificationsDriver(Protocol):
     def advance(self, seconds: float) -> None: ...
 
 
-class InProcessNotifications:
+class InProcessNotifications(InProcessDriver):
     """The reference core and the provider simulator in one virtual clock."""
 
     def __init__(self, *, policy: str = "cascade", providers: ProviderConfig | None = None,
                  call_latency: float = 0.2, history: History | None = None, core: Any = None,
                  outcome: Callable[[Any], str] | None = None, capacity: dict[str, float] | None = None,
+                 clock: VirtualClock | None = None, core_factory: Callable[[VirtualClock], Any] | None = None,
                  **core_options: Any) -> None:
         from targets.notifications import InMemoryStore, NotificationError, NotificationsCore
 
-        self.clock = VirtualClock()
+        super().__init__(clock, history)
+        core = self._plugged(core, core_factory)
         self.core = core or NotificationsCore(InMemoryStore(), self.clock, policy=policy, **core_options)
         self.sim = ProviderSim(providers, self.clock)
         self.call_latency = call_latency
         self.outcome = outcome  # a test may decide provider outcomes itself (Hypothesis does)
-        self.history = history if history is not None else History(self.clock)
-        self._error = NotificationError
+        self.error = NotificationError
         # Bulkheads: provider calls each channel may start per virtual second (None: unbounded).
         self.capacity = capacity
-        from collections import deque
-
         self._lanes = {c: {"urgent": deque(), "reminder": deque()} for c in ("push", "sms", "email")}
         self._free = {c: 0.0 for c in ("push", "sms", "email")}
-
-    def _do(self, f: str, args: dict[str, Any], fn: Callable[[], Any], process: Any,
-            intended_time: float | None = None) -> Op:
-        op = self.history.invoke(process, f, args, intended_time)
-        try:
-            value = fn()
-        except self._error as e:
-            return self.history.complete(op, FAIL if e.status < 500 else INFO, e.code, e.message)
-        return self.history.complete(op, OK, value)
 
     def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
                       process: Any = 0) -> Op:
@@ -144,58 +136,63 @@ class InProcessNotifications:
         self.core.complete(call, "unknown" if outcome == "ack_lost" else outcome, self.clock.now + self.call_latency)
 
 
-class HttpNotifications:
+class HttpNotifications(HttpDriver):
     """Drives any server that implements the notifications contract; reads the providers' record.
 
     ``provider_url`` serves ``GET /calls`` (the simulator does); against real providers,
     pass ``calls`` yourself to the checks.
     """
 
-    def __init__(self, base_url: str, provider_url: str | None = None, *, session: Any = None,
-                 timeout: float = 5.0, history: History | None = None, transport: Any = None) -> None:
-        import time as _time
-
-        from ..http import RequestsTransport
-
-        self.base = base_url.rstrip("/")
+    def __init__(self, base_url: str, provider_url: str | None = None, **options: Any) -> None:
+        super().__init__(base_url, **options)
         self.provider_url = provider_url.rstrip("/") if provider_url else None
-        self.transport = transport or RequestsTransport(session, timeout)
-        self.history = history if history is not None else History(_time.time)
 
     def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
                       process: Any = 0) -> Op:
-        from ..http import call
-
         args = {"recipient_id": recipient_id, "channels": list(channels), "addresses": dict(addresses)}
-        return call(self.history, self.transport, "put_recipient", args, "PUT", f"{self.base}/recipients/{recipient_id}",
-                    {"channels": list(channels), **addresses}, process, json_object, name="PUT recipient")
+        return self._call("put_recipient", args, "PUT", f"/recipients/{recipient_id}",
+                          {"channels": list(channels), **addresses}, json_object, process=process,
+                          name="PUT recipient")
 
     def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
                process: Any = 0, intended_time: float | None = None) -> Op:
-        from ..http import call
-
         args = {"event_id": event_id, "recipient_id": recipient_id, "priority": priority, "title": title, "body": body}
-        return call(self.history, self.transport, "notify", args, "POST", f"{self.base}/notifications", args, process,
-                    _notification, intended_time=intended_time, name="POST notification")
+        return self._call("notify", args, "POST", "/notifications", args, _notification, process=process,
+                          intended_time=intended_time, name="POST notification")
 
     def get_notification(self, notification_id: str, *, process: Any = 0, intended_time: float | None = None) -> Op:
-        from ..http import call
-
-        return call(self.history, self.transport, "get_notification", {"notification_id": notification_id}, "GET",
-                    f"{self.base}/notifications/{notification_id}", None, process, _notification,
-                    intended_time=intended_time, name="GET notification")
+        return self._call("get_notification", {"notification_id": notification_id}, "GET",
+                          f"/notifications/{notification_id}", None, _notification, process=process,
+                          intended_time=intended_time, name="GET notification")
 
     def provider_calls(self) -> list[dict[str, Any]]:
-        import requests
-
+        """The providers' record (``GET {provider_url}/calls``); the history keeps its size only."""
         if not self.provider_url:
             return []
-        return requests.get(f"{self.provider_url}/calls", timeout=30).json()["calls"]
+        op, doc = self.side_call("provider_calls", "GET", f"{self.provider_url}/calls", parse=_calls,
+                                 keep=lambda d: {"calls": len(d["calls"])}, slow=True)
+        if doc is None:
+            from ...errors import TargetError
 
-    def advance(self, seconds: float) -> None:
-        import time as _time
+            raise TargetError(f"the providers' record at {self.provider_url}/calls could not be read: "
+                              f"{op.value} {op.error or ''}".strip())
+        return doc["calls"]
 
-        _time.sleep(seconds)
+    def provider_config(self, **config: Any) -> Op:
+        """``POST {provider_url}/config``: the simulator's failure model."""
+        return self.side_call("provider_config", "POST", f"{self.provider_url}/config", config, args=config)[0]
+
+    def breakers(self) -> dict[str, Any] | None:
+        """The reference target's ``/_breakers`` (None from a target without it)."""
+        op, doc = self.side_call("breakers", "GET", f"{self.base}/_breakers")
+        return doc
+
+
+def _calls(doc: Any) -> dict[str, Any]:
+    d = json_object(doc)
+    if not isinstance(d.get("calls"), list):
+        raise TypeError("the providers' record must be {'calls': [...]}")
+    return d
 
 
 def _notification(doc: Any) -> dict[str, Any]:
@@ -203,6 +200,9 @@ def _notification(doc: Any) -> dict[str, Any]:
     if not isinstance(d.get("notification_id"), str) or d.get("status") not in ("queued", "sending", "delivered",
                                                                                  "failed"):
         raise ValueError(f"a notification needs notification_id and a status of the contract; got {d!r:.200}")
+    for k in ("accepted_at", "delivered_at"):
+        if d.get(k) is not None:
+            d[k] = parse_time(d[k], k)
     return d
 
 
@@ -211,33 +211,3 @@ def notification_json(n: Any) -> dict[str, Any]:
             "priority": n.priority, "status": n.status, "channel": n.channel, "accepted_at": n.accepted_at,
             "delivered_at": n.delivered_at,
             "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": a.at} for a in n.attempts]}
-
-
-def peak_minute(n: int, seed: int = 20260730, urgent_share: float = 0.3,
-                shares: tuple[float, float, float] = (0.55, 0.25, 0.20)) -> list[tuple[str, list[str], dict[str, str], str]]:
-    """``n`` recipients with a preferred channel drawn by the seed's shares (BI4), each with all
-    three addresses (the cascade needs somewhere to go), and a priority.
-
-    Returns (recipient id, channel preference order, addresses, priority). Faker provides
-    names for the addresses, Turkish among them.
-    """
-    from faker import Faker
-
-    fake = Faker(["tr_TR", "en_US"])
-    fake.seed_instance(seed)
-    rnd = random.Random(seed)
-    names = [fake.user_name() for _ in range(min(n, 2_000))]
-    out = []
-    order = ("push", "sms", "email")
-    for i in range(n):
-        u, pref = rnd.random(), "email"
-        for ch, share in zip(order, shares):
-            if u < share:
-                pref = ch
-                break
-            u -= share
-        channels = [pref] + [c for c in order if c != pref]
-        name = f"{names[i % len(names)]}{i}"
-        addresses = {"push_token": f"tok-{name}", "phone": f"+90555{i:07d}", "email": f"{name}@example.com"}
-        out.append((f"r{i}", channels, addresses, "urgent" if rnd.random() < urgent_share else "reminder"))
-    return out
