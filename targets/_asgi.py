@@ -1,4 +1,6 @@
-"""The few raw-ASGI pieces every reference target's HTTP layer needs (no framework: speed)."""
+"""The raw-ASGI base every reference target's HTTP layer stands on (no framework: speed):
+route matching with 404/405 that say what works, body limits, JSON errors, lifespan, and
+:class:`AsgiApp` with the one error ladder."""
 
 from __future__ import annotations
 
@@ -6,9 +8,18 @@ import json
 from re import Pattern
 from typing import Any, Awaitable, Callable
 
+from ._errors import ContractError
+
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_BODY = 64 * 1024
+
+
+def rfc3339(ts: float) -> str:
+    """Epoch seconds -> RFC 3339 in UTC with microseconds: how every contract emits a time."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class HttpError(Exception):
@@ -87,3 +98,116 @@ async def send_json(send: Send, status: int, payload: Any, headers: list[tuple[b
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+class Request:
+    """What a handler gets: the ASGI scope and the body, with the few readers every handler needs."""
+
+    __slots__ = ("scope", "body")
+
+    def __init__(self, scope: dict[str, Any], body: bytes) -> None:
+        self.scope, self.body = scope, body
+
+    def json(self, *required: str) -> dict[str, Any]:
+        return json_object(self.body, required)
+
+    def header(self, name: bytes) -> str:
+        return dict(self.scope["headers"]).get(name, b"").decode("latin-1")
+
+    @property
+    def query(self) -> str:
+        return self.scope.get("query_string", b"").decode("latin-1")
+
+
+Reply = tuple  # (status, payload) or (status, payload, headers): payload bytes are sent as they are
+
+
+class AsgiApp:
+    """The raw-ASGI base of every reference target: routing, the error ladder, lifespan, admin auth.
+
+    A subclass sets ``api`` (its name in messages), ``routes`` and ``openapi_path``, and
+    writes one ``async def _<route name>(self, req, *path_groups) -> Reply`` per route.
+    The error ladder, the same for every case: :class:`HttpError` and a core's
+    :class:`ContractError` answer their status in the contract's shape ``{error, message,
+    ...extra}`` (with ``Retry-After`` when the refusal says when to come back); anything
+    else is a bug, answered 500 ``internal`` in the same shape, never a dropped connection.
+    """
+
+    api = "api"
+    routes: list[Route] = []
+    openapi_path: Any = None
+    body_limits: dict[str, int] = {}
+
+    def __init__(self, prefix: str, *, admin_token: str | None = None, threads: int = 8,
+                 thread_name: str = "handler") -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.prefix = prefix.rstrip("/")
+        self.admin_token = admin_token
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=thread_name)
+        self._openapi_bytes = self.openapi_path.read_bytes() if self.openapi_path else b"{}"
+
+    # -- hooks ---------------------------------------------------------------------------------------
+
+    def on_request(self, scope: dict[str, Any]) -> None:
+        """Called for every HTTP request before routing (a target's own counters)."""
+
+    def on_startup(self) -> None:
+        pass
+
+    def on_shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok"}
+
+    # -- the machinery ---------------------------------------------------------------------------------
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send, self.on_startup, self.on_shutdown)
+            return
+        if scope["type"] != "http":
+            return
+        self.on_request(scope)
+        headers: list[tuple[bytes, bytes]] = []
+        try:
+            reply = await self._dispatch(scope, receive)
+            status, payload = reply[0], reply[1]
+            headers = list(reply[2]) if len(reply) > 2 else []
+        except HttpError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message}
+        except ContractError as e:
+            status, payload = e.status, {"error": e.code, "message": e.message, **e.extra}
+            if "retry_after" in e.extra:
+                headers = [(b"retry-after", str(max(1, round(float(e.extra["retry_after"]) + 0.5))).encode())]
+        except Exception as e:  # a bug in the target must still answer in the contract's shape
+            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
+        await send_json(send, status, payload, headers)
+
+    async def _dispatch(self, scope: dict[str, Any], receive: Receive) -> Reply:
+        if scope["path"] == "/openapi.json":
+            return 200, self._openapi_bytes
+        limits = self.body_limits
+        name, body, groups = await match_route(self.routes, self.prefix, self.api, scope, receive,
+                                               lambda n: limits.get(n, MAX_BODY))
+        return await getattr(self, "_" + name)(Request(scope, body), *groups)
+
+    async def in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run blocking work (the store, a lock) on the app's threads, off the event loop."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def require_admin(self, req: Request, what: str) -> None:
+        if self.admin_token is not None and req.header(b"authorization") != f"Bearer {self.admin_token}":
+            raise HttpError(401, "unauthorized", f"{what} needs 'Authorization: Bearer <admin token>' "
+                                                 f"(the server's --admin-token)")
+
+    # -- the routes every target has ---------------------------------------------------------------------
+
+    async def _openapi(self, req: Request) -> Reply:
+        return 200, self._openapi_bytes
+
+    async def _health(self, req: Request) -> Reply:
+        return 200, self.health()

@@ -13,3 +13,9 @@ class ContractError(Exception):
         super().__init__(message)
         self.message = message
         self.extra = extra
+
+
+def refusal(base: type[ContractError], status: int, code: str, doc: str = "") -> type[ContractError]:
+    """A subclass of a case's error base with its HTTP status and contract code (one line a refusal)."""
+    return type("".join(w.title() for w in code.split("_")), (base,), {"status": status, "code": code,
+                                                                        "__doc__": doc or f"{status} {code}"})

@@ -19,26 +19,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._asgi import AsgiApp, Reply, Request, rfc3339
 from .._background import LoopHealth
-from .core import Backpressure, FeedCore, FeedError, InvalidRequest, Post
+from .core import FeedCore, InvalidRequest, Post
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 GRAPH_BODY_LIMIT = 64 * 1024 * 1024  # bulk follows: about 2 million pairs a request
 
 
 def post_json(p: Post) -> dict[str, Any]:
-    return {"post_id": p.post_id, "author_id": p.author_id, "text": p.text, "created_at": p.created_at}
+    return {"post_id": p.post_id, "author_id": p.author_id, "text": p.text, "created_at": rfc3339(p.created_at)}
 
 
 def encode_cursor(key: tuple[float, str]) -> str:
@@ -157,63 +155,34 @@ _ROUTES = [("PUT", re.compile(r"/users/([^/]+)/following/([^/]+)"), "follow"),
            ("POST", re.compile(r"/_admin/fanout"), "admin_fanout")]
 
 
-class FeedApp:
+class FeedApp(AsgiApp):
+    api, routes, openapi_path = "feed", _ROUTES, OPENAPI_PATH
+    body_limits = {"graph": GRAPH_BODY_LIMIT}
+
     def __init__(self, core: FeedCore, consumers: FanoutConsumers, *, prefix: str = "/feed",
                  admin_token: str | None = None, window: float = 60.0) -> None:
+        super().__init__(prefix, admin_token=admin_token, threads=2, thread_name="feed-bulk")
         self.core, self.consumers = core, consumers
-        self.prefix = prefix.rstrip("/")
-        self.admin_token, self.window = admin_token, window
-        self.pool = ThreadPoolExecutor(2, thread_name_prefix="feed-bulk")
-        self._openapi_bytes = OPENAPI_PATH.read_bytes()
+        self.window = window
 
-    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send, on_shutdown=self.consumers.stop)
-            return
-        if scope["type"] != "http":
-            return
-        headers: list[tuple[bytes, bytes]] = []
-        try:
-            status, payload, headers = await self._dispatch(scope, receive)
-        except HttpError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
-        except Backpressure as e:
-            status, payload = e.status, {"error": e.code, "message": e.message, "retry_after": round(e.retry_after, 3)}
-            headers = [(b"retry-after", str(max(1, round(e.retry_after + 0.5))).encode())]
-        except FeedError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
-        except Exception as e:  # a bug must still answer in the contract's shape
-            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
-        await send_json(send, status, payload, headers)
+    def on_shutdown(self) -> None:
+        self.consumers.stop()
 
-    async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
-        if scope["path"] == "/openapi.json":
-            return 200, self._openapi_bytes, []
-        name, body, groups = await match_route(_ROUTES, self.prefix, "feed", scope, receive,
-                                               lambda n: GRAPH_BODY_LIMIT if n == "graph" else 64 * 1024)
-        result = await getattr(self, "_" + name)(scope, body, *groups)
-        return result if len(result) == 3 else (*result, [])
-
-    def _require_admin(self, scope: dict, what: str) -> None:
-        if self.admin_token is None:
-            return
-        auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        if auth != f"Bearer {self.admin_token}":
-            raise HttpError(401, "unauthorized", f"{what} needs 'Authorization: Bearer <admin token>' "
-                                                 f"(the server's --admin-token)")
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "policy": self.core.policy}
 
     # -- the contract ------------------------------------------------------------------------------
 
-    async def _follow(self, scope: dict, body: bytes, user: str, followee: str) -> tuple[int, Any]:
+    async def _follow(self, req: Request, user: str, followee: str) -> Reply:
         self.core.follow(user, followee)
         return 200, {"user_id": user, "followee_id": followee, "following": True}
 
-    async def _unfollow(self, scope: dict, body: bytes, user: str, followee: str) -> tuple[int, Any]:
+    async def _unfollow(self, req: Request, user: str, followee: str) -> Reply:
         self.core.unfollow(user, followee)
         return 200, {"user_id": user, "followee_id": followee, "following": False}
 
-    async def _publish(self, scope: dict, body: bytes) -> tuple[int, Any, list[tuple[bytes, bytes]]]:
-        doc = json_object(body, ("author_id", "text"))
+    async def _publish(self, req: Request) -> Reply:
+        doc = req.json("author_id", "text")
         post = self.core.publish(doc["author_id"], doc["text"])
         self.consumers.wake()
         lag = self.core.expected_lag()
@@ -224,12 +193,12 @@ class FeedApp:
         headers = [(b"feed-backpressure", f"lag={lag:.3f}; window={self.window:g}".encode())] if late else []
         return 201, payload, headers
 
-    async def _delete(self, scope: dict, body: bytes, post_id: str) -> tuple[int, Any]:
+    async def _delete(self, req: Request, post_id: str) -> Reply:
         post = self.core.delete(post_id)
         return 200, {**post_json(post), "deleted": True}
 
-    async def _read(self, scope: dict, body: bytes, user: str) -> tuple[int, Any]:
-        q = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    async def _read(self, req: Request, user: str) -> Reply:
+        q = parse_qs(req.query)
         raw_limit = q.get("limit", ["20"])[-1]
         try:
             limit = int(raw_limit)
@@ -242,29 +211,23 @@ class FeedApp:
                      "backlog": self.core.backlog(), "inbox_size": how["inbox_size"], "degraded": how["degraded"],
                      "sources": how["sources"]}
 
-    async def _graph(self, scope: dict, body: bytes) -> tuple[int, Any]:
-        self._require_admin(scope, "POST /admin/graph")
-        doc = json_object(body, ("follows",))
+    async def _graph(self, req: Request) -> Reply:
+        self.require_admin(req, "POST /admin/graph")
+        doc = req.json("follows")
         follows = doc["follows"]
         if not isinstance(follows, list) or not all(isinstance(p, list) and len(p) == 2 for p in follows):
             raise InvalidRequest("follows must be a list of [user_id, followee_id] pairs; "
                                  f"got {str(follows)[:80]}")
         pairs = [(p[0], p[1]) for p in follows]
-        added = await asyncio.get_running_loop().run_in_executor(self.pool, self.core.follow_many, pairs)
+        added = await self.in_pool(self.core.follow_many, pairs)
         # A big graph is millions of long-lived objects: move them out of the collector's sight,
         # else every full collection walks them all and stalls reads for hundreds of ms.
         gc.freeze()
         return 200, {"received": len(pairs), "added": added}
 
-    async def _openapi(self, scope: dict, body: bytes) -> tuple[int, Any]:
-        return 200, self._openapi_bytes
-
-    async def _health(self, scope: dict, body: bytes) -> tuple[int, Any]:
-        return 200, {"status": "ok", "policy": self.core.policy}
-
     # -- the reference target's own ------------------------------------------------------------------
 
-    async def _stats(self, scope: dict, body: bytes) -> tuple[int, Any]:
+    async def _stats(self, req: Request) -> Reply:
         c, s = self.core, self.core.stats
         oldest = c.oldest_pending()
         now = time.time()
@@ -279,9 +242,9 @@ class FeedApp:
                      "dead_lettered_jobs": len(c.dead_letters), "dead_letters": c.dead_letters[-20:],
                      **self.consumers.health.snapshot()}
 
-    async def _admin_fanout(self, scope: dict, body: bytes) -> tuple[int, Any]:
-        self._require_admin(scope, "POST /_admin/fanout")
-        doc = json_object(body, ())
+    async def _admin_fanout(self, req: Request) -> Reply:
+        self.require_admin(req, "POST /_admin/fanout")
+        doc = req.json()
         if "rate" in doc:
             self.consumers.set_rate(doc["rate"])
         if "threshold" in doc:
@@ -298,4 +261,4 @@ class FeedApp:
             if cap is not None and (type(cap) is not int or cap < 1):
                 raise InvalidRequest(f"max_backlog must be an integer >= 1 (or null: unbounded); got {cap!r:.60}")
             self.core.max_backlog = cap
-        return await self._stats(scope, b"")
+        return await self._stats(req)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterator, Protocol
 
-from .._errors import ContractError
+from .._errors import ContractError, refusal
 
 POLICIES = ("hybrid", "push", "pull")
 PAGE = 20
@@ -48,12 +48,8 @@ class FeedError(ContractError):
     status, code = 400, "invalid_request"
 
 
-class InvalidRequest(FeedError):
-    status, code = 400, "invalid_request"
-
-
-class UnknownPost(FeedError):
-    status, code = 404, "unknown_post"
+InvalidRequest = refusal(FeedError, 400, "invalid_request")
+UnknownPost = refusal(FeedError, 404, "unknown_post")
 
 
 class Backpressure(FeedError):
@@ -62,7 +58,7 @@ class Backpressure(FeedError):
     status, code = 429, "backpressure"
 
     def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
+        super().__init__(message, retry_after=round(retry_after, 3))  # the HTTP layer adds Retry-After
         self.retry_after = retry_after
 
 
@@ -204,7 +200,7 @@ class FeedCore:
             raise InvalidRequest(f"text must be a string of at most 5,000 characters; got {type(text).__name__} "
                                  f"of length {len(text) if isinstance(text, str) else '-'}")
         with self._mutex:
-            now = self.clock()
+            now = round(self.clock(), 6)  # microseconds: what RFC 3339 on the wire carries, exactly
             audience = self.followers.get(author, ())
             fanned = len(audience) <= self.threshold
             if fanned and self.max_backlog is not None and self._backlog + len(audience) > self.max_backlog:

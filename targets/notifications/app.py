@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 import time
@@ -21,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._asgi import AsgiApp, Reply, Request, rfc3339
 from .._background import LoopHealth
 from .core import CHANNELS, Call, NotificationError, NotificationsCore
 
@@ -31,9 +30,9 @@ SHARES = {"push": 0.55, "sms": 0.25, "email": 0.20}  # BI4: bulkheads sized by p
 
 def notification_json(n: Any) -> dict[str, Any]:
     return {"notification_id": n.notification_id, "event_id": n.event_id, "recipient_id": n.recipient_id,
-            "priority": n.priority, "status": n.status, "channel": n.channel, "accepted_at": n.accepted_at,
-            "delivered_at": n.delivered_at,
-            "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": a.at} for a in n.attempts]}
+            "priority": n.priority, "status": n.status, "channel": n.channel, "accepted_at": rfc3339(n.accepted_at),
+            "delivered_at": None if n.delivered_at is None else rfc3339(n.delivered_at),
+            "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": rfc3339(a.at)} for a in n.attempts]}
 
 
 class Dispatcher:
@@ -138,63 +137,38 @@ _ROUTES = [("PUT", re.compile(r"/recipients/([^/]+)"), "put_recipient"),
            ("GET", re.compile(r"/_breakers"), "breakers")]
 
 
-class NotificationsApp:
+class NotificationsApp(AsgiApp):
+    api, routes, openapi_path = "notifications", _ROUTES, OPENAPI_PATH
+
     def __init__(self, core: NotificationsCore, dispatcher: Dispatcher, *, prefix: str = "/notifications",
                  threads: int = 16) -> None:
+        super().__init__(prefix, threads=threads, thread_name="notifications")
         self.core, self.dispatcher = core, dispatcher
-        self.prefix = prefix.rstrip("/")
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="notifications")
-        self._openapi_bytes = OPENAPI_PATH.read_bytes()
 
-    async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send, on_shutdown=self.dispatcher.stop)
-            return
-        if scope["type"] != "http":
-            return
-        try:
-            status, payload = await self._dispatch(scope, receive)
-        except HttpError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
-        except NotificationError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
-        except Exception as e:  # a bug must still answer in the contract's shape
-            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
-        await send_json(send, status, payload)
+    def on_shutdown(self) -> None:
+        self.dispatcher.stop()
 
-    async def _dispatch(self, scope: dict, receive: Receive) -> tuple[int, Any]:
-        if scope["path"] == "/openapi.json":
-            return 200, self._openapi_bytes
-        name, body, groups = await match_route(_ROUTES, self.prefix, "notifications", scope, receive)
-        return await getattr(self, "_" + name)(body, *groups)
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "policy": self.core.policy, **self.dispatcher.health.snapshot()}
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
-    async def _put_recipient(self, body: bytes, recipient_id: str) -> tuple[int, Any]:
-        doc = json_object(body, ("channels",))
-        r = await self._run(self.core.put_recipient, recipient_id, doc["channels"],
+    async def _put_recipient(self, req: Request, recipient_id: str) -> Reply:
+        doc = req.json("channels")
+        r = await self.in_pool(self.core.put_recipient, recipient_id, doc["channels"],
                             {k: doc[k] for k in ("push_token", "phone", "email") if k in doc})
         return 200, {"recipient_id": r.recipient_id, "channels": list(r.channels)}
 
-    async def _notify(self, body: bytes) -> tuple[int, Any]:
-        doc = json_object(body, ("event_id", "recipient_id", "priority"))
-        n, created = await self._run(self.core.accept, doc["event_id"], doc["recipient_id"], doc["priority"],
+    async def _notify(self, req: Request) -> Reply:
+        doc = req.json("event_id", "recipient_id", "priority")
+        n, created = await self.in_pool(self.core.accept, doc["event_id"], doc["recipient_id"], doc["priority"],
                                      doc.get("title", ""), doc.get("body", ""))
         if created:
             self.dispatcher.wake()
         return (202 if created else 200), notification_json(n)
 
-    async def _get(self, body: bytes, notification_id: str) -> tuple[int, Any]:
-        return 200, notification_json(await self._run(self.core.get, notification_id))
+    async def _get(self, req: Request, notification_id: str) -> Reply:
+        return 200, notification_json(await self.in_pool(self.core.get, notification_id))
 
-    async def _openapi(self, body: bytes) -> tuple[int, Any]:
-        return 200, self._openapi_bytes
-
-    async def _health(self, body: bytes) -> tuple[int, Any]:
-        return 200, {"status": "ok", "policy": self.core.policy, **self.dispatcher.health.snapshot()}
-
-    async def _breakers(self, body: bytes) -> tuple[int, Any]:
+    async def _breakers(self, req: Request) -> Reply:
         # Not part of the contract: the reference target's breakers and bulkheads, for reports.
         return 200, {c: {"state": b.state, "opened": b.opened, "transitions": b.transitions[-200:],
                          "in_flight": self.dispatcher.in_flight[c], "outcomes": self.dispatcher.outcomes[c]}

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Protocol
 
-from .._errors import ContractError
+from .._errors import ContractError, refusal
 from .formatting import FORMATTERS
 
 CHANNELS = ("push", "sms", "email")
@@ -42,16 +42,9 @@ class NotificationError(ContractError):
     status, code = 400, "invalid_request"
 
 
-class InvalidRequest(NotificationError):
-    status, code = 400, "invalid_request"
-
-
-class UnknownRecipient(NotificationError):
-    status, code = 404, "unknown_recipient"
-
-
-class UnknownNotification(NotificationError):
-    status, code = 404, "unknown_notification"
+InvalidRequest = refusal(NotificationError, 400, "invalid_request")
+UnknownRecipient = refusal(NotificationError, 404, "unknown_recipient")
+UnknownNotification = refusal(NotificationError, 404, "unknown_notification")
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,10 @@ import asyncio
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .._asgi import HttpError, Receive, Send, json_object, lifespan, match_route, send_json
+from .._asgi import AsgiApp, Reply, Request, rfc3339
 from .._background import LoopHealth
 from .core import Reservation, TicketError, TicketsCore
 
@@ -34,14 +32,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(r"/reservations/([^/]+)/confirm"), "confirm"),
     ("POST", re.compile(r"/reservations/([^/]+)/cancel"), "cancel"),
     ("GET", re.compile(r"/reservations/([^/]+)"), "get_reservation"),
-    ("GET", re.compile(r"/openapi\.json"), "openapi_doc"),
+    ("GET", re.compile(r"/openapi\.json"), "openapi"),
     ("GET", re.compile(r"/health"), "health"),
     ("GET", re.compile(r"/_arrivals"), "arrivals"),
 ]
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def reservation_json(r: Reservation) -> dict[str, Any]:
@@ -50,78 +44,53 @@ def reservation_json(r: Reservation) -> dict[str, Any]:
             "expires_at": rfc3339(r.expires_at)}
 
 
-class TicketsApp:
+class TicketsApp(AsgiApp):
     """ASGI application for one :class:`TicketsCore`, mounted under ``prefix``."""
+
+    api, routes, openapi_path = "tickets", _ROUTES, OPENAPI_PATH
 
     def __init__(self, core: TicketsCore, *, admin_token: str | None = None, prefix: str = "/tickets",
                  threads: int = 32, default_hold_seconds: float = 120.0) -> None:
+        super().__init__(prefix, admin_token=admin_token, threads=threads, thread_name="tickets")
         self.core = core
         self.default_hold_seconds = default_hold_seconds
-        self.admin_token = admin_token
-        self.health = LoopHealth()  # the background loops' errors, shown by GET /health
-        self.prefix = prefix.rstrip("/")
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tickets")
+        self.loops = LoopHealth()  # the background loops' errors, shown by GET /health
         self.requests_seen = 0  # independent arrival counter (target side)
         self.arrivals_by_second: dict[int, int] = {}  # wall-clock second -> requests received
-        self._openapi_bytes = OPENAPI_PATH.read_bytes()
         self._batcher = ReservationQueue(self)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
+    def on_request(self, scope: Scope) -> None:
         self.requests_seen += 1
         sec = int(time.time())
         self.arrivals_by_second[sec] = self.arrivals_by_second.get(sec, 0) + 1
-        try:
-            status, payload = await self._dispatch(scope, receive)
-        except HttpError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
-        except TicketError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message, **e.extra}
-        except Exception as e:  # a bug in the target must still answer in the contract's shape
-            status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
-        await send_json(send, status, payload)
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        await lifespan(receive, send, on_shutdown=lambda: self.pool.shutdown(wait=True, cancel_futures=True))
+    def on_shutdown(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
-    async def _dispatch(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
-        if scope["path"] == "/openapi.json":
-            return 200, self._openapi_bytes
-        name, body, groups = await match_route(_ROUTES, self.prefix, "tickets", scope, receive)
-        return await getattr(self, "_" + name)(scope, body, *groups)
-
-    async def _in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "policy": self.core.policy, **self.loops.snapshot()}
 
     # -- handlers ------------------------------------------------------------------------
 
-    async def _put_quota(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
-        if self.admin_token is not None:
-            auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            if auth != f"Bearer {self.admin_token}":
-                raise HttpError(401, "unauthorized",
-                                 "PUT /quotas needs 'Authorization: Bearer <admin token>' (the server's --admin-token)")
-        doc = json_object(body, required=("capacity",))
+    async def _put_quota(self, req: Request, quota_id: str) -> Reply:
+        self.require_admin(req, "PUT /quotas")
+        doc = req.json("capacity")
         hold = doc.get("hold_seconds", self.default_hold_seconds)
-        row = await self._in_pool(self.core.put_quota, quota_id, doc["capacity"], hold)
+        row = await self.in_pool(self.core.put_quota, quota_id, doc["capacity"], hold)
         return 200, _quota_json(row)
 
-    async def _get_quota(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
-        return 200, _quota_json(await self._in_pool(self.core.get_quota, quota_id))
+    async def _get_quota(self, req: Request, quota_id: str) -> Reply:
+        return 200, _quota_json(await self.in_pool(self.core.get_quota, quota_id))
 
-    async def _quota_stats(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
+    async def _quota_stats(self, req: Request, quota_id: str) -> Reply:
         # Not part of the contract: the reference target's own counters, for the harness.
         return 200, {"quota_id": quota_id, "lock_acquisitions": self.core.lock_acquisitions(quota_id),
                      "row_reads": self.core.row_reads(quota_id),
                      "fast_rejections": self.core.stats.fast_rejections,
                      "conflicts": self.core.stats.conflicts, "requests_seen": self.requests_seen}
 
-    async def _reserve(self, scope: Scope, body: bytes, quota_id: str) -> tuple[int, Any]:
-        doc = json_object(body, required=("buyer_id", "quantity", "request_id"))
+    async def _reserve(self, req: Request, quota_id: str) -> Reply:
+        doc = req.json("buyer_id", "quantity", "request_id")
         args = (quota_id, doc["buyer_id"], doc["quantity"], doc["request_id"])
         # Decided on the event loop when possible (sold out, replay, bad input: no lock,
         # no row); anything that may block (the row, expiring due holds) goes to a thread.
@@ -134,28 +103,23 @@ class TicketsApp:
                 raise outcome
             res, created = outcome
         else:  # the seed's alternatives decide one request per thread, races and all
-            res, created = await self._in_pool(self.core.reserve, *args)
+            res, created = await self.in_pool(self.core.reserve, *args)
         return (201 if created else 200), reservation_json(res)
 
-    async def _confirm(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
-        return 200, reservation_json(await self._in_pool(self.core.confirm, rid))
+    async def _confirm(self, req: Request, rid: str) -> Reply:
+        return 200, reservation_json(await self.in_pool(self.core.confirm, rid))
 
-    async def _cancel(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
-        return 200, reservation_json(await self._in_pool(self.core.cancel, rid))
+    async def _cancel(self, req: Request, rid: str) -> Reply:
+        return 200, reservation_json(await self.in_pool(self.core.cancel, rid))
 
-    async def _get_reservation(self, scope: Scope, body: bytes, rid: str) -> tuple[int, Any]:
-        return 200, reservation_json(await self._in_pool(self.core.get_reservation, rid))
+    async def _get_reservation(self, req: Request, rid: str) -> Reply:
+        return 200, reservation_json(await self.in_pool(self.core.get_reservation, rid))
 
-    async def _openapi_doc(self, scope: Scope, body: bytes) -> tuple[int, Any]:
-        return 200, self._openapi_bytes
-
-    async def _arrivals(self, scope: Scope, body: bytes) -> tuple[int, Any]:
+    async def _arrivals(self, req: Request) -> Reply:
         # Not part of the contract: requests received per wall-clock second, counted by the
         # target itself, so the harness's offered load can be checked independently.
         return 200, {"total": self.requests_seen, "by_second": {str(k): v for k, v in self.arrivals_by_second.items()}}
 
-    async def _health(self, scope: Scope, body: bytes) -> tuple[int, Any]:
-        return 200, {"status": "ok", "policy": self.core.policy, **self.health.snapshot()}
 
 
 def _quota_json(row: Any) -> dict[str, Any]:
@@ -198,7 +162,7 @@ class ReservationQueue:
                 else:
                     del self.pending[quota_id]
                 try:
-                    results = await self.app._in_pool(self.app.core.reserve_many, quota_id, [r for r, _ in batch])
+                    results = await self.app.in_pool(self.app.core.reserve_many, quota_id, [r for r, _ in batch])
                 except Exception as e:  # noqa: BLE001 - every waiter gets the failure
                     results = [e] * len(batch)
                 for (_, fut), outcome in zip(batch, results):

@@ -29,7 +29,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Generator, Literal, Protocol
 
-from .._errors import ContractError
+from .._errors import ContractError, refusal
 
 Policy = Literal["pessimistic", "optimistic", "none"]
 POLICIES: tuple[str, ...] = ("pessimistic", "optimistic", "none")
@@ -48,44 +48,15 @@ class TicketError(ContractError):
     """A definite refusal. ``code`` is the contract's stable error code."""
 
 
-class InvalidRequest(TicketError):
-    status, code = 400, "invalid_request"
-
-
-class UnknownQuota(TicketError):
-    status, code = 404, "unknown_quota"
-
-
-class UnknownReservation(TicketError):
-    status, code = 404, "unknown_reservation"
-
-
-class SoldOut(TicketError):
-    status, code = 409, "sold_out"
-
-
-class Contention(TicketError):
-    """Optimistic retry budget exhausted: the buyer is turned away (the seed's 'red')."""
-
-    status, code = 409, "contention"
-
-
-class Expired(TicketError):
-    status, code = 409, "expired"
-
-
-class Cancelled(TicketError):
-    status, code = 409, "cancelled"
-
-
-class IdempotencyKeyReused(TicketError):
-    status, code = 422, "idempotency_key_reused"
-
-
-class Busy(TicketError):
-    """The lock could not be had in time, or a lease was lost mid-write. Nothing changed."""
-
-    status, code = 503, "busy"
+InvalidRequest = refusal(TicketError, 400, "invalid_request")
+UnknownQuota = refusal(TicketError, 404, "unknown_quota")
+UnknownReservation = refusal(TicketError, 404, "unknown_reservation")
+SoldOut = refusal(TicketError, 409, "sold_out")
+Contention = refusal(TicketError, 409, "contention", "Optimistic retry budget exhausted: the buyer is turned away (the seed's 'red').")
+Expired = refusal(TicketError, 409, "expired")
+Cancelled = refusal(TicketError, 409, "cancelled")
+IdempotencyKeyReused = refusal(TicketError, 422, "idempotency_key_reused")
+Busy = refusal(TicketError, 503, "busy", "The lock could not be had in time, or a lease was lost mid-write. Nothing changed.")
 
 
 @dataclass(frozen=True, slots=True)

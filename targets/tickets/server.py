@@ -16,7 +16,7 @@ def build_app(db: str | Path, *, policy: Policy = "pessimistic", admin_token: st
     core = TicketsCore(SqliteStore(db, durability=durability), time.time, policy=policy,
                        lease_seconds=lease_seconds)
     app = TicketsApp(core, admin_token=admin_token, threads=threads, default_hold_seconds=hold_seconds)
-    return app, Supervisor(core, health=app.health)
+    return app, Supervisor(core, health=app.loops)
 
 
 def serve(host: str, port: int, db: str | Path, **options: object) -> None:

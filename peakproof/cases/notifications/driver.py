@@ -203,6 +203,9 @@ def _notification(doc: Any) -> dict[str, Any]:
     for k in ("accepted_at", "delivered_at"):
         if d.get(k) is not None:
             d[k] = parse_time(d[k], k)
+    for attempt in d.get("attempts") or ():
+        if isinstance(attempt, dict) and attempt.get("at") is not None:
+            attempt["at"] = parse_time(attempt["at"], "attempts[].at")
     return d
 
 
