@@ -55,7 +55,7 @@ def open_model(url: str, rate: float, seconds: float) -> dict:
     load = doc["load"][0]["counts"]
     on_time = (load["sent"] - load["late"]) / load["due"]
     return {"rate": rate, "on_time": on_time, "sent": load["sent"], "due": load["due"],
-            "peak_sent": load["peak_sent_per_s"], "p99_ms": doc["slos"][0]["counts"].get("actual_ms")}
+            "peak_sent": load["peak_sent_per_s"], "p99_ms": _ms((doc["slos"][0].get("actual") or {}).get("value"))}
 
 
 def main() -> None:
@@ -85,3 +85,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000

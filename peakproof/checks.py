@@ -16,6 +16,57 @@ from typing import Any, Iterable, Literal
 
 Validity = bool | Literal["unknown"]
 
+UNITS = ("s", "share", "count", "violations")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A number with its unit, and for a limit how the actual must compare with it.
+
+    ``unit``: ``s`` (seconds; shown in ms below 10 s), ``share`` (0..1; shown as a percent),
+    ``count`` or ``violations``. ``value`` is a number, or (low, high) for a range limit.
+    ``cmp``: ``<=``, ``>=``, ``=`` or ``in`` (a range), for a limit; empty for an actual.
+    """
+
+    value: Any
+    unit: str
+    cmp: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {UNITS}; got {self.unit!r}")
+
+    def render(self) -> str:
+        """The one text form of a measure: the terminal, the report and the verdict all use it."""
+        if self.cmp == "in":
+            lo, hi = self.value
+            return f"{_one(lo, self.unit)} to {_one(hi, self.unit)}"
+        text = _one(self.value, self.unit)
+        return f"{self.cmp} {text}" if self.cmp and self.cmp != "=" else text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": list(self.value) if isinstance(self.value, tuple) else self.value, "unit": self.unit,
+                "cmp": self.cmp}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "Measure | None":
+        if not d:
+            return None
+        v = d["value"]
+        return cls(tuple(v) if isinstance(v, list) else v, d["unit"], d.get("cmp", ""))
+
+
+def _one(v: Any, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "s":
+        return f"{v * 1000:,.1f} ms" if abs(v) < 10 else f"{v:,.2f} s"
+    if unit == "share":
+        return f"{v:.2%}"
+    if unit == "violations":
+        return f"{v:,} violation{'s' if v != 1 else ''}"
+    return f"{v:,}"
+
 
 @dataclass
 class CheckResult:
@@ -27,6 +78,8 @@ class CheckResult:
     note: str | None = None
     chances: int | None = None  # operations that could have violated it; None: not counted
     chance_kind: str = ""  # what a chance is, e.g. "late confirms"
+    actual: Measure | None = None  # what was measured (None: an invariant, counted in violations)
+    limit: Measure | None = None
 
     @property
     def failed(self) -> bool:
@@ -55,18 +108,14 @@ class CheckResult:
         return text
 
     def actual_limit(self) -> tuple[str, str]:
-        """(Actual, Limit) as text: the one rendering the terminal, the report and JSON readers share."""
+        """(Actual, Limit) as text, rendered from the typed measures: the one rendering the
+        terminal, the report and the verdict share. An invariant's actual is its violations."""
+        if self.actual is not None:
+            return self.actual.render(), self.limit.render() if self.limit is not None else "-"
         c = self.counts
-        if "actual_ms" in c:
-            return f"{c['actual_ms']:,.1f} ms", f"{c['limit_ms']:,.1f} ms"
-        if "actual" in c and "limit" in c:
-            a, lim = c["actual"], c["limit"]
-            if "share" in str(c.get("unit", "")) and isinstance(a, (int, float)) and isinstance(lim, (int, float)):
-                cmp = ">=" if self.name.startswith("offered") else "<="
-                return f"{a:.2%}", f"{cmp} {lim:.2%}"
-            return str(a), str(lim)
         shown = ", ".join(f"{k} {_fmt(v)}" for k, v in c.items() if k != "violations")
-        return f"violations {c.get('violations', 0):,}" + (f" ({shown})" if shown else ""), "0"
+        actual = Measure(int(c.get("violations", 0)), "violations").render()
+        return actual + (f" ({shown})" if shown else ""), Measure(0, "violations").render()
 
     def line(self) -> str:
         """One terminal line: mark, name, Actual / Limit, chances, and why."""
@@ -88,12 +137,15 @@ class CheckResult:
         return {"name": self.name, "valid": self.valid, "counts": self.counts,
                 "first_violation": self.first_violation,
                 "examples": [repr(e) for e in self.examples[:5]], "note": self.note,
-                "chances": self.chances, "chance_kind": self.chance_kind}
+                "chances": self.chances, "chance_kind": self.chance_kind,
+                "actual": self.actual.to_json() if self.actual else None,
+                "limit": self.limit.to_json() if self.limit else None}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "CheckResult":
         return cls(d["name"], d["valid"], d.get("counts", {}), d.get("first_violation"), d.get("examples", []),
-                   d.get("note"), d.get("chances"), d.get("chance_kind", ""))
+                   d.get("note"), d.get("chances"), d.get("chance_kind", ""), Measure.from_json(d.get("actual")),
+                   Measure.from_json(d.get("limit")))
 
 
 class Violations:

@@ -649,8 +649,9 @@ def _judge(eng: Engine) -> None:
             checks, charts, details = sc.judge(history)
         except Exception:  # a checker bug: the run says nothing about the target
             harness_errors.append(f"{sc.name}.judge raised:\n{traceback.format_exc()}")
-        slos = [t.judge(history.ops) for t in parse_thresholds(slo_texts)]
-        load, load_charts, load_details = _offered_load(eng, history)
+        thresholds = parse_thresholds(slo_texts)
+        slos = [t.judge(history.ops) for t in thresholds]
+        load, load_charts, load_details = _offered_load(eng, history, thresholds)
         slos = undecide_when_behind(slos, load[0])
     finished = time.time()
     locust_html = getattr(opts, "html_file", None)
@@ -706,7 +707,7 @@ def _summary(report: RunReport, path: Any) -> str:
     return "\n".join(lines)
 
 
-def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+def _offered_load(eng: Engine, history: History, thresholds: list[Any] = ()) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
     """Did the run offer the curve? Target vs achieved sends per second, late and dropped."""
     opts = eng.environment.parsed_options
     sc = eng.scenario
@@ -719,7 +720,7 @@ def _offered_load(eng: Engine, history: History) -> tuple[list[CheckResult], lis
                             _process_count(eng), opts.calibrated_rate, sc.peak_rate())
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
     result = judge_offered_load(counters, planned, sends, settings)
-    charts = load_charts(planned, history.ops, t0, eng.dropped_by_second)
+    charts = load_charts(planned, history.ops, t0, eng.dropped_by_second, thresholds)
     limit_ms = opts.late_threshold * 1000
     details = {"offered load": {"planned arrivals (curve)": len(planned), "due (incl. follow-ups)": c["due"],
                                 "sent": c["sent"], f"sent > {limit_ms:g} ms late": c["late"], "dropped": c["dropped"],

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Any, Iterable
 
-from .checks import CheckResult
+from .checks import CheckResult, Measure
 from .history import Op
 from .report import Chart
 from .slo import percentile_series
@@ -66,16 +66,16 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     peak_target = max(target.values(), default=0)
     peak_sent = max((sent_by_sec.get(sec, 0) for sec in target), default=0)
     limit = 1 - s.offered_tolerance
-    counts = {"actual": round(on_time, 4), "limit": limit, "unit": "share of due arrivals sent on time",
-              "due": c.due, "planned": sum(target.values()), "sent": c.sent, "late": c.late, "dropped": c.dropped,
+    measures = {"actual": Measure(round(on_time, 4), "share"), "limit": Measure(limit, "share", ">=")}
+    counts = {"due": c.due, "planned": sum(target.values()), "sent": c.sent, "late": c.late, "dropped": c.dropped,
               "pool_full": c.pool_full, "late_by_pool": c.late_by_pool, "peak_target_per_s": peak_target,
               "peak_sent_per_s": peak_sent}
     name = "offered_load_matches_curve"
     if c.due == 0:
         return CheckResult(name, "unknown", counts, note="no arrival was due: the run offered nothing",
-                           chances=0, chance_kind="due arrivals")
+                           chances=0, chance_kind="due arrivals", **measures)
     if on_time >= limit:
-        return CheckResult(name, True, counts, chances=c.due, chance_kind="due arrivals")
+        return CheckResult(name, True, counts, chances=c.due, chance_kind="due arrivals", **measures)
     lim_ms = s.late_threshold * 1000
     head = (f"Actual {on_time_n:,} of {c.due:,} due arrivals sent within {lim_ms:g} ms of their instant "
             f"({on_time:.1%}) / Limit >= {limit:.0%}: {c.late:,} sent late, {c.dropped:,} dropped after "
@@ -88,15 +88,15 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
         return CheckResult(name, "unknown", counts, None,
                            note=f"{head}; the curve's peak ({peak_target:,}/s) is above what this machine offered "
                                 f"in calibration ({capacity:,.0f}/s): " + generator_sentence(peak_target, s),
-                           chances=c.due, chance_kind="due arrivals")
+                           chances=c.due, chance_kind="due arrivals", **measures)
     if c.late_by_pool > (c.late + c.dropped) / 2:
         return CheckResult(name, False, counts,
                            f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} in-flight "
                            f"requests was full: the target's latency held the pool (the target could not take the "
                            f"load; raise --pool-size if its latency is within its promise)",
-                           chances=c.due, chance_kind="due arrivals")
+                           chances=c.due, chance_kind="due arrivals", **measures)
     return CheckResult(name, "unknown", counts, None, note=f"{head}; " + generator_sentence(peak_target, s),
-                       chances=c.due, chance_kind="due arrivals")
+                       chances=c.due, chance_kind="due arrivals", **measures)
 
 
 def generator_sentence(peak_due_per_s: float, s: LoadSettings) -> str:
@@ -131,8 +131,11 @@ def undecide_when_behind(slos: list[CheckResult], load: CheckResult) -> list[Che
 
 
 def load_charts(planned: list[float], ops: Iterable[Op], t0: float,
-                dropped_by_second: dict[int, int]) -> list[Chart]:
-    """Target vs sent arrivals per second, and latency percentiles by intended second."""
+                dropped_by_second: dict[int, int], thresholds: Iterable[Any] = ()) -> list[Chart]:
+    """Target vs sent arrivals per second, latency percentiles by intended second, and each
+    latency SLO's statistic over time beside its whole-run value: the judged one, from the same
+    :class:`peakproof.slo.Latencies` the judge reads."""
+    ops = ops if isinstance(ops, list) else list(ops)
     target: dict[int, int] = {}
     for t in planned:
         target[int(t)] = target.get(int(t), 0) + 1
@@ -162,4 +165,27 @@ def load_charts(planned: list[float], ops: Iterable[Op], t0: float,
                    "p99 from send": percentile_series(lat_s, "p99")},
                   note="From intended = completion minus the instant the curve meant the request to start "
                        "(free of coordinated omission); from send = completion minus the actual send. "
-                       "Percentiles by the same nearest-rank rule the service levels are judged with.")]
+                       "Percentiles by the same nearest-rank rule the service levels are judged with."),
+            *slo_charts(ops, t0, thresholds)]
+
+
+def slo_charts(ops: list[Op], t0: float, thresholds: Iterable[Any]) -> list[Chart]:
+    """One chart per latency SLO: its statistic by second, and over the whole run (what was judged)."""
+    from .slo import Latencies, Threshold
+
+    series: dict[str, list[tuple[float, float]]] = {}
+    for t in thresholds:
+        if not isinstance(t, Threshold):
+            continue
+        lat = Latencies.of(ops, t.op, t.basis, t0)
+        if not lat.values:
+            continue
+        by_sec = lat.series(t.stat)
+        series[f"{t.op} {t.stat} by second"] = by_sec
+        whole = lat.statistic(t.stat)
+        series[f"{t.op} {t.stat} whole run (judged)"] = [(by_sec[0][0], whole), (by_sec[-1][0], whole)]
+        series[f"{t.op} limit"] = [(by_sec[0][0], t.limit), (by_sec[-1][0], t.limit)]
+    if not series:
+        return []
+    return [Chart("Service levels: each SLO's statistic by second and over the whole run", "seconds", series,
+                  note="The whole-run line is the value the verdict judged (the same samples, the same rule).")]

@@ -67,7 +67,10 @@ class RunReport:
                 "pass": self.verdict, "verdict": self.judged.to_json(), "params": self.params,
                 "harness_errors": self.harness_errors,
                 "load": [r.to_json() for r in self.load], "checks": [r.to_json() for r in self.checks],
-                "slos": [r.to_json() for r in self.slos], "details": self.details, "locust_html": self.locust_html}
+                "slos": [r.to_json() for r in self.slos], "details": self.details, "locust_html": self.locust_html,
+                # what the HTML draws, as data: a reader can check a charted figure against the judged one
+                "charts": [{"title": c.title, "y_label": c.y_label, "x_label": c.x_label, "note": c.note,
+                            "series": {k: [list(p) for p in v] for k, v in c.series.items()}} for c in self.charts]}
 
 
 def write_report(report: RunReport, directory: str | Path = "reports") -> Path:

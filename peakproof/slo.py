@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .driver import SIDE
-from .checks import CheckResult
+from .checks import CheckResult, Measure
 from .errors import UsageError
 from .history import Op
 
@@ -60,20 +60,22 @@ class Threshold:
         return f"{self.op}:{self.stat}<={self.limit * 1000:g}ms@{self.basis}"
 
     def judge(self, ops: Iterable[Op]) -> CheckResult:
-        kind = OP_KINDS.get(self.op)
-        lat = sorted(op.latency_from_intended if self.basis == "intended" else op.latency
-                     for op in ops if (kind(op) if kind else op.f == self.op) and op.done)
-        if not lat:
-            return CheckResult(self.name, "unknown", {"samples": 0, "limit_ms": self.limit * 1000},
-                               note=f"no completed {self.op} operations to judge", chances=0,
-                               chance_kind=f"completed {self.op} operations")
-        actual = statistic(lat, self.stat)
+        return self.judge_samples(Latencies.of(ops, self.op, self.basis))
+
+    def judge_samples(self, lat: "Latencies", what: str | None = None) -> CheckResult:
+        """The threshold over recorded latencies (``what``: what a sample is, for the messages)."""
+        what = what or f"completed {self.op} operations"
+        limit = Measure(self.limit, "s", "<=")
+        if not lat.values:
+            return CheckResult(self.name, "unknown", {"samples": 0}, note=f"no {what} to judge", chances=0,
+                               chance_kind=what, limit=limit)
+        actual = lat.statistic(self.stat)
         ok = actual <= self.limit
-        return CheckResult(self.name, ok, {"actual_ms": round(actual * 1000, 3), "limit_ms": self.limit * 1000,
-                                           "samples": len(lat)},
-                           None if ok else f"Actual {actual * 1000:,.1f} ms / Limit {self.limit * 1000:,.1f} ms "
-                                           f"({self.stat} of {len(lat):,} {self.op} operations, from {self.basis})",
-                           chances=len(lat), chance_kind=f"completed {self.op} operations")
+        m = Measure(actual, "s")
+        return CheckResult(self.name, ok, {"samples": len(lat.values)},
+                           None if ok else f"Actual {m.render()} / Limit {Measure(self.limit, 's').render()} "
+                                           f"({self.stat} of {len(lat.values):,} {what}, from {self.basis})",
+                           chances=len(lat.values), chance_kind=what, actual=m, limit=limit)
 
 
 @dataclass(frozen=True)
@@ -108,14 +110,13 @@ class ErrorBudget:
                 refusals[key] = refusals.get(key, 0) + 1
         total = sum(r[0] for r in by_kind.values())
         errors = sum(r[1] for r in by_kind.values())
-        counts = {"actual": 0.0, "limit": self.limit, "unit": "share of operations", "operations": total,
+        counts = {"operations": total,
                   "errors": errors, "errors_by_kind": dict(sorted(codes.items())),
                   "allowed_refusals": dict(sorted(refusals.items()))}
         if not total:
             return CheckResult(self.name, "unknown", counts, note="no completed operations to judge",
-                               chances=0, chance_kind="completed operations")
+                               chances=0, chance_kind="completed operations", limit=Measure(self.limit, "share", "<="))
         worst_kind, worst = max(((f, r[1] / r[0]) for f, r in by_kind.items()), key=lambda x: x[1])
-        counts["actual"] = round(worst, 6)
         counts["worst_kind"] = worst_kind
         ok = worst <= self.limit
         first = None
@@ -126,12 +127,57 @@ class ErrorBudget:
                      + ", ".join(f"{k.split(' ', 1)[1]} x{v:,}" for k, v in top)
                      + f") / Limit {self.limit:.2%}: the target answered 5xx, timed out, reset or answered "
                        f"off-contract")
-        return CheckResult(self.name, ok, counts, first, chances=total, chance_kind="completed operations")
+        return CheckResult(self.name, ok, counts, first, chances=total, chance_kind="completed operations",
+                           actual=Measure(round(worst, 6), "share"), limit=Measure(self.limit, "share", "<="))
 
 
 def is_error(op: Op) -> bool:
     """An error, not an answer: info (5xx, timeout, reset, off-contract body) or a refused connection."""
     return op.type == "info" or (op.type == "fail" and op.value == "connection_refused")
+
+
+class Latencies:
+    """Latencies recorded once: the SLO judge, the charts and the report all read their
+    statistics from this one structure, by the one rule of :func:`statistic`.
+
+    ``values`` are seconds, sorted; ``by_second`` the same samples keyed by the whole second
+    (from the run's start) their operation was meant to begin, for charts over time.
+    Raw samples, not a histogram: a run's history is in memory anyway, and percentiles of
+    raw samples are exact (nearest rank), so the chart's and the verdict's figures agree.
+    """
+
+    __slots__ = ("values", "by_second")
+
+    def __init__(self, samples: Iterable[tuple[float, float]]) -> None:
+        """``samples``: (second the operation was meant to start, latency in s)."""
+        self.by_second: dict[int, list[float]] = {}
+        values = []
+        for sec, lat in samples:
+            values.append(lat)
+            self.by_second.setdefault(int(sec), []).append(lat)
+        values.sort()
+        self.values = values
+
+    @classmethod
+    def of(cls, ops: Iterable[Op], op: str, basis: str = "intended", t0: float = 0.0) -> "Latencies":
+        """Completed operations of kind ``op`` (an ``op_kind`` name or an ``Op.f``), from the
+        intended instant (``basis`` intended) or from the actual send."""
+        kind = OP_KINDS.get(op)
+        chosen = (o for o in ops if o.done and (kind(o) if kind else o.f == op))
+        if basis == "intended":
+            return cls((_start(o) - t0, o.latency_from_intended) for o in chosen)
+        return cls((_start(o) - t0, o.latency) for o in chosen)
+
+    def statistic(self, stat: str) -> float:
+        return statistic(self.values, stat)
+
+    def series(self, stat: str) -> list[tuple[float, float]]:
+        """``stat`` of each second's samples (charts)."""
+        return percentile_series(self.by_second, stat)
+
+
+def _start(op: Op) -> float:
+    return op.intended_time if op.intended_time is not None else op.invoke_time
 
 
 def statistic(sorted_values: list[float], stat: str) -> float:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from peakproof.arrivals import arrival_times, constant, ramp, share, spike, steps
-from peakproof.checks import CheckResult
+from peakproof.checks import CheckResult, Measure
 from peakproof.errors import UsageError
 from peakproof.history import HandHistory
 from peakproof.report import Chart, RunReport, write_report
@@ -73,13 +73,15 @@ def test_slo_thresholds_parse_and_judge_from_the_intended_instant() -> None:
 
 def test_a_report_leads_with_the_verdict_and_the_index_lists_runs_newest_first(tmp_path) -> None:
     bad = CheckResult("no_oversell", False, {"oversold_units": 12, "violations": 1}, "12 units oversold")
-    good = CheckResult("offered_load_matches_curve", True, {"actual": "100%", "limit": ">= 98%"})
+    good = CheckResult("offered_load_matches_curve", True, {"due": 20}, actual=Measure(1.0, "share"),
+                       limit=Measure(0.98, "share", ">="))
     r1 = RunReport("tickets-opening", "http://127.0.0.1:1/tickets", 1000.0, 1010.0, {"scale": 0.1}, [bad], [], [good],
                    [Chart("Arrivals", "req/s", {"target": [(0, 10), (1, 10)], "sent": [(0, 9), (1, 10)]})])
     r2 = RunReport("tickets-opening", "x", 2000.0, 2001.0, {}, [], [], [good])
     p1, p2 = write_report(r1, tmp_path), write_report(r2, tmp_path)
     page = p1.read_text()
     assert page.index("FAIL") < page.index("<svg") and "12 units oversold" in page and "<polyline" in page
+    assert "100.00%" in page and "&gt;= 98.00%" in page  # the typed measures, rendered once
     assert json.loads(p1.with_suffix(".json").read_text())["pass"] is False
     index = (tmp_path / "index.html").read_text()
     assert index.index(p2.name) < index.index(p1.name)

@@ -3,6 +3,8 @@ the generator's shortfall is the harness's, the target's is the target's."""
 
 from __future__ import annotations
 
+import pytest
+
 from peakproof.calibrate import CalibrationResult, auto_scale, processes_for
 from peakproof.case import CASES
 from peakproof.checks import CheckResult, Violations
@@ -84,7 +86,7 @@ def test_a_curve_above_what_the_machine_offered_in_calibration_is_inconclusive_w
 def test_a_curve_offered_on_time_holds() -> None:
     c = LoadCounters(due=1_000, sent=1_000, late=10)
     r = judge_offered_load(c, [i / 100 for i in range(1_000)], [i / 100 for i in range(1_000)], SETTINGS)
-    assert r.valid is True and r.counts["actual"] == 0.99 and r.counts["peak_sent_per_s"] == 100
+    assert r.valid is True and r.actual.value == 0.99 and r.counts["peak_sent_per_s"] == 100
 
 
 def test_an_slo_missed_while_the_generator_was_late_is_not_decided() -> None:
@@ -104,7 +106,7 @@ def test_a_target_answering_500_to_every_reservation_blows_the_error_budget() ->
         h.info("reserve", {"quota_id": "q", "request_id": f"r{i}"}, "database_unavailable")
     h.ok("read_quota", {"quota_id": "q"}, {})
     r = parse_threshold("errors:rate<=0.1%").judge(h.history.ops)
-    assert r.valid is False and r.counts["worst_kind"] == "reserve" and r.counts["actual"] == 1.0
+    assert r.valid is False and r.counts["worst_kind"] == "reserve" and r.actual.value == 1.0
     assert "database_unavailable x50" in (r.first_violation or "")
 
 
@@ -138,19 +140,31 @@ def test_auto_scale_runs_at_the_case_s_headroom_of_the_calibrated_rate() -> None
     assert processes_for(20_000, 2_151.3) == 10
 
 
-def test_the_charted_p99_is_the_judged_p99() -> None:
+def test_the_charted_p99_is_the_judged_p99_in_a_written_report(tmp_path) -> None:
+    import json
+
     from peakproof.offered import load_charts
+    from peakproof.report import RunReport, write_report
     from peakproof.slo import Threshold
 
     h = HandHistory()
-    for i in range(137):  # one intended second, latencies 1..137 ms
-        op = h.at(0.0).ok("reserve", {"request_id": f"r{i}"}, {}, pending=True)
-        op.intended_time, op.send_time = 0.0, 0.0
-        h.at((i + 1) / 1000).finish(op)
-    charts = load_charts([0.0] * 137, h.history.ops, 0.0, {})
-    charted = dict(charts[1].series["p99 from intended"])[0]
-    judged = Threshold("reserve", "p99", 1.0).judge(h.history.ops).counts["actual_ms"] / 1000
-    assert charted == judged == 0.136  # nearest rank: the 136th of 137
+    for i in range(137):  # two intended seconds, latencies 1..137 ms
+        t = 0.0 if i < 100 else 1.0
+        op = h.at(t).ok("reserve", {"request_id": f"r{i}"}, {}, pending=True)
+        op.intended_time, op.send_time = t, t
+        h.at(t + (i + 1) / 1000).finish(op)
+    slo = Threshold("reserve", "p99", 1.0)
+    judged = slo.judge(h.history.ops)
+    charts = load_charts([0.0] * 100 + [1.0] * 37, h.history.ops, 0.0, {}, [slo])
+    path = write_report(RunReport("tickets-opening", "x", 0.0, 2.0, {}, [], [judged], [], charts), tmp_path)
+    doc = json.loads(path.with_suffix(".json").read_text())
+    chart = next(c for c in doc["charts"] if c["title"].startswith("Service levels"))
+    charted = chart["series"]["reserve p99 whole run (judged)"][0][1]
+    assert charted == doc["slos"][0]["actual"]["value"]  # the same number, not a near one
+    assert charted == pytest.approx(0.136)  # nearest rank: the 136th of 137
+    by_second = dict(chart["series"]["reserve p99 by second"])  # by the same rule per second
+    assert by_second[0] == pytest.approx(0.099) and by_second[1] == pytest.approx(0.137)
+    assert doc["slos"][0]["actual"]["unit"] == "s" and doc["slos"][0]["limit"]["cmp"] == "<="
 
 
 def test_a_loopback_target_shares_the_machine_and_a_remote_one_does_not() -> None:

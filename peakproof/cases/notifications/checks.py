@@ -14,7 +14,7 @@ import html
 from collections import defaultdict
 from typing import Any, Iterable
 
-from ...checks import CheckResult, Violations
+from ...checks import CheckResult, Measure, Violations
 from ...history import OK, History, Op
 from ... import providers as pv
 
@@ -103,13 +103,12 @@ def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -
     delivered = sum(1 for k in a.accepted if a.delivered.get(k))
     ratio = delivered / n if n else 1.0
     ok = ratio >= threshold
-    return CheckResult("delivery_ratio_at_least", ok if n else "unknown",
-                       {"actual": round(ratio, 4), "limit": threshold, "unit": "ratio (>=)", "accepted": n,
-                        "delivered": delivered},
+    return CheckResult("delivery_ratio_at_least", ok if n else "unknown", {"accepted": n, "delivered": delivered},
                        None if ok else f"Actual {ratio:.4f} / Limit {threshold:.2f}: {n - delivered:,} of {n:,} "
                                        f"accepted notifications never reached their recipient",
                        note=None if n else "no notification was accepted", chances=n,
-                       chance_kind="accepted notifications")
+                       chance_kind="accepted notifications", actual=Measure(round(ratio, 4), "share"),
+                       limit=Measure(threshold, "share", ">="))
 
 
 def attempt_budget_respected(a: NotificationsAnalysis) -> CheckResult:
@@ -306,22 +305,16 @@ def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
 
 
 def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckResult:
-    """SLO: mean time from acceptance to the first delivery, over delivered urgent notifications."""
-    lat = []
-    for key, op in a.accepted.items():
-        if op.args.get("priority") == "urgent" and a.delivered.get(key):
-            lat.append(min(d["at"] for d in a.delivered[key]) - op.invoke_time)
-    if not lat:
-        return CheckResult("urgent mean delivery latency", "unknown", {"samples": 0},
-                           note="no urgent notification was delivered", chances=0,
-                           chance_kind="urgent notifications delivered")
-    mean = sum(lat) / len(lat)
-    ok = mean <= limit
-    return CheckResult("urgent mean delivery latency", ok,
-                       {"actual_ms": round(mean * 1000, 1), "limit_ms": limit * 1000, "samples": len(lat)},
-                       None if ok else f"Actual {mean:.2f} s / Limit {limit:.2f} s (mean over {len(lat):,} urgent "
-                                       f"notifications delivered)", chances=len(lat),
-                       chance_kind="urgent notifications delivered")
+    """SLO (BI5): the mean time from acceptance to the first delivery, over delivered urgent
+    notifications, at most ``limit`` s. Judged by :class:`peakproof.slo.Threshold`, like every SLO."""
+    from ...slo import Latencies, Threshold
+
+    samples = [(op.invoke_time, min(d["at"] for d in a.delivered[key]) - op.invoke_time)
+               for key, op in a.accepted.items() if op.args.get("priority") == "urgent" and a.delivered.get(key)]
+    t = Threshold("urgent delivery", "mean", limit, basis="acceptance")
+    r = t.judge_samples(Latencies(samples), "urgent notifications delivered")
+    r.name = "urgent mean delivery latency"
+    return r
 
 
 def _addressed(r: dict[str, Any]) -> list[str]:
