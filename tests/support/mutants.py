@@ -7,7 +7,8 @@ service::
     python -m tests.support.mutants tickets-sells-expired-holds serve tickets --port 8000
 
 A mutant breaks what a real service gets wrong: it answers the way the contract allows,
-only the promise is broken.
+only the promise is broken. A *variant* (``*-http-semantics``, ``feed-epoch-times``) breaks
+nothing: it answers as HTTP allows where the reference chose otherwise, and must pass.
 """
 
 from __future__ import annotations
@@ -94,12 +95,83 @@ def feed_fanout_stalls() -> None:
     FanoutConsumers.start = lambda self: self  # type: ignore[method-assign]
 
 
+def http_semantics(times: str = "rfc3339") -> Callable[[], None]:
+    """Not a mutant: a variant that keeps every promise and answers the way HTTP allows where the
+    reference chose otherwise: 201 Created to a PUT, 204 No Content (no body) to a DELETE, an
+    extra field the contract does not name in every JSON object, and times as RFC 3339 (the
+    contracts' convention) or as epoch seconds (``times="epoch"``). A harness must pass it."""
+
+    def patch() -> None:
+        from targets._asgi import AsgiApp
+
+        original = AsgiApp.__call__
+
+        async def call(self: AsgiApp, scope: dict, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return await original(self, scope, receive, send)
+            method = scope["method"]
+            start: dict[str, Any] = {}
+
+            async def rewrite(message: dict) -> None:
+                if message["type"] == "http.response.start":
+                    start.update(message)
+                    return
+                status, body = start["status"], message.get("body", b"")
+                if 200 <= status < 300 and method == "DELETE":
+                    status, body = 204, b""
+                elif 200 <= status < 300:
+                    if method == "PUT":
+                        status = 201
+                    body = _rewrite_json(body, times)
+                headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+                await send({"type": "http.response.start", "status": status,
+                            "headers": headers + [(b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+
+            await original(self, scope, receive, rewrite)
+
+        AsgiApp.__call__ = call  # type: ignore[method-assign]
+
+    return patch
+
+
+TIME_FIELDS = ("created_at", "expires_at", "accepted_at", "delivered_at", "at")
+
+
+def _rewrite_json(body: bytes, times: str) -> bytes:
+    from datetime import datetime
+
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, dict):
+            out = {k: walk(v) for k, v in o.items()}
+            for k in TIME_FIELDS:
+                if isinstance(out.get(k), str) and times == "epoch":
+                    out[k] = datetime.fromisoformat(out[k].replace("Z", "+00:00")).timestamp()
+            out["x_served_by"] = "an http-semantics variant"  # a field no contract names: ignore it
+            return out
+        if isinstance(o, list):
+            return [walk(v) for v in o]
+        return o
+
+    return json.dumps(walk(doc)).encode()
+
+
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
     "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
     "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
     "feed-skips-a-post-at-each-page-boundary": ("feed", feed_skips_a_post_at_each_page_boundary),
     "feed-fanout-stalls": ("feed", feed_fanout_stalls),
+    # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
+    "tickets-http-semantics": ("tickets", http_semantics()),
+    "feed-http-semantics": ("feed", http_semantics()),
+    "feed-epoch-times": ("feed", http_semantics("epoch")),
+    "notifications-http-semantics": ("notifications", http_semantics()),
 }
 
 

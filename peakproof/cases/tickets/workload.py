@@ -131,7 +131,7 @@ def interleaved_reservations(policy: str, capacity: int, quantities: list[int], 
     from targets.tickets import InMemoryStore, TicketError, TicketsCore
     from targets.tickets.core import Wait
 
-    from ..interleave import Scheduler
+    from ...interleave import Scheduler
 
     clock = VirtualClock()
     core = TicketsCore(InMemoryStore(), clock, policy=policy, retry_budget=retry_budget,  # type: ignore[arg-type]

@@ -1,0 +1,69 @@
+"""Targets written from the contracts may answer as HTTP allows: 201 Created to a PUT that
+creates, 204 No Content to a DELETE, fields the contract does not name, RFC 3339 or epoch
+times. Served variants of the references that do all of it (``tests/support/mutants.py``)
+must pass the properties and the load of their case, over loopback, as a staging service.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from peakproof.history import History
+from peakproof.http import classify, json_object
+from peakproof.timefmt import format_time, parse_time
+
+from .quality.test_served_mutants import FEED_LOAD, TICKETS_LOAD, load_against, properties_against
+from .support.mutants import served
+
+pytestmark = pytest.mark.http
+
+
+def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load(tmp_path: Path) -> None:
+    with served("feed-http-semantics") as t:
+        code, out = properties_against(t.url, "feed")
+        assert code == 0 and "1 passed" in out, out[-3000:]  # the URL machine ran (and the rest skipped)
+        code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+    assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
+    errors = next(r for r in doc["slos"] if r["name"] == "error budget")
+    assert errors["actual"]["value"] == 0 and errors["chances"] > 0  # no 204 counted as off-contract
+
+
+def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_properties_and_its_load(tmp_path: Path) -> None:
+    with served("tickets-http-semantics") as t:
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence or malformed or unknown_ids")
+        assert code == 0 and "passed" in out, out[-3000:]
+        code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
+    assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
+
+
+def test_a_feed_answering_epoch_times_passes_its_properties() -> None:
+    with served("feed-epoch-times") as t:
+        code, out = properties_against(t.url, "feed")
+    assert code == 0 and "1 passed" in out, out[-3000:]
+
+
+def test_an_empty_2xx_is_success_for_put_and_delete_only() -> None:
+    h = History(lambda: 0.0)
+
+    def answer(method: str, status: int, body: bytes) -> tuple[str, object]:
+        op = h.invoke(0, "x", {})
+        op = classify(h, op, status, body, json_object, method)
+        return op.type, op.value
+
+    assert answer("DELETE", 204, b"") == ("ok", {}) and answer("PUT", 201, b"") == ("ok", {})
+    assert answer("PUT", 201, b'{"quota_id": "q", "extra": 1}') == ("ok", {"quota_id": "q", "extra": 1})
+    # a POST must carry its resource: an empty 200 is off the contract (unknown outcome, an error)
+    assert answer("POST", 200, b"")[0] == "info"
+
+
+def test_times_are_read_as_rfc3339_or_epoch_and_written_as_rfc3339() -> None:
+    assert parse_time("2026-11-30T18:00:00.250000Z") == parse_time("2026-11-30T21:00:00.25+03:00") == 1796061600.25
+    assert parse_time(1796061600.25) == 1796061600.25 and format_time(1796061600.25) == "2026-11-30T18:00:00.250000Z"
+    with pytest.raises(ValueError, match="time zone"):
+        parse_time("2026-11-30T18:00:00")
+    with pytest.raises(TypeError, match="RFC 3339"):
+        parse_time(True)
+    t = round(1796061600.123456789, 6)  # what the reference feed stamps: the wire carries it exactly
+    assert parse_time(format_time(t)) == t
