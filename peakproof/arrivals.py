@@ -97,35 +97,6 @@ def constant(rate: float, seconds: float, name: str = "constant") -> Curve:
     return Curve(name, (Segment(0.0, seconds, rate, rate),))
 
 
-def ramp(start_rate: float, end_rate: float, seconds: float, name: str = "ramp") -> Curve:
-    _check(min(start_rate, end_rate) >= 0 and seconds > 0, "a ramp", "rates >= 0 and seconds > 0",
-           (start_rate, end_rate, seconds))
-    return Curve(name, (Segment(0.0, seconds, start_rate, end_rate),))
-
-
-def steps(stages: Sequence[tuple[float, float]], name: str = "step") -> Curve:
-    """``[(seconds, rate), ...]``: each stage holds its rate for its seconds."""
-    _check(bool(stages) and all(d > 0 and r >= 0 for d, r in stages), "step stages",
-           "a non-empty list of (seconds > 0, rate >= 0)", stages)
-    t, segs = 0.0, []
-    for d, r in stages:
-        segs.append(Segment(t, t + d, r, r))
-        t += d
-    return Curve(name, tuple(segs))
-
-
-def spike(base_rate: float, peak_rate: float, seconds: float, spike_at: float, spike_seconds: float,
-          name: str = "spike") -> Curve:
-    """``base_rate`` with a plateau of ``peak_rate`` from ``spike_at`` for ``spike_seconds``."""
-    _check(0 <= spike_at and spike_at + spike_seconds <= seconds and spike_seconds > 0, "a spike",
-           "0 <= spike_at and spike_at + spike_seconds <= seconds", (spike_at, spike_seconds, seconds))
-    stages = [(spike_at, base_rate)] if spike_at > 0 else []
-    stages.append((spike_seconds, peak_rate))
-    if seconds - spike_at - spike_seconds > 0:
-        stages.append((seconds - spike_at - spike_seconds, base_rate))
-    return steps(stages, name)
-
-
 def arrival_times(curve: Curve, spacing: str = "uniform", seed: int = 20260730,
                   count: int | None = None) -> list[float]:
     """The intended offset (s) of every arrival, ascending.

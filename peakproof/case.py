@@ -105,10 +105,18 @@ def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> Non
           call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down)
 
 
+def feed_seed_threshold() -> int:
+    """The hybrid threshold at the seed's full scale, computed by the ported model (169,691)."""
+    from .models.feed import compute
+
+    return int(compute()["hybrid"]["threshold"])
+
+
 def _serve_feed(args: argparse.Namespace, db: Path, policy: str) -> None:
     from targets.feed.server import serve
 
-    serve(args.host, args.port, db, policy=policy, threshold=args.threshold, inbox_cap=args.inbox_cap,
+    threshold = feed_seed_threshold() if args.threshold is None else args.threshold
+    serve(args.host, args.port, db, policy=policy, threshold=threshold, inbox_cap=args.inbox_cap,
           shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
           admin_token=args.admin_token, window=args.window, durability=args.durability)
 

@@ -65,9 +65,9 @@ class InProcessDriver:
 class HttpDriver:
     """Base of the HTTP drivers: a base URL, a transport, a history in wall-clock time.
 
-    ``session`` is a ``requests.Session`` (or Locust's HttpSession); ``transport`` any
-    :class:`peakproof.http.Transport` (the load engine passes one over Locust's
-    FastHttpSession). Outcomes follow :func:`peakproof.http.call`.
+    ``session`` is a ``requests.Session``; ``transport`` any :class:`peakproof.http.Transport`
+    (the load engine passes its ``GeventTransport`` over geventhttpclient). Outcomes follow
+    :func:`peakproof.http.call`.
     """
 
     def __init__(self, base_url: str, *, session: Any = None, timeout: float = 5.0,

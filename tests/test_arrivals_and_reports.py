@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from peakproof.arrivals import arrival_times, constant, ramp, share, spike, steps
+from peakproof.arrivals import arrival_times, constant, share
 from peakproof.checks import CheckResult, Measure
 from peakproof.errors import UsageError
 from peakproof.history import HandHistory
@@ -20,21 +20,8 @@ def test_the_opening_curve_places_200000_arrivals_50_microseconds_apart() -> Non
     assert times[0] == 0.0 and times[1] == pytest.approx(50e-6) and times[-1] < 10.0
 
 
-def test_a_ramp_places_arrivals_by_its_cumulative_rate() -> None:
-    curve = ramp(0, 100, 10)  # 500 arrivals; half of them after t = sqrt(0.5) * 10
-    times = arrival_times(curve)
-    assert len(times) == 500
-    assert times[250] == pytest.approx(10 * 0.5 ** 0.5, rel=1e-3)
-    assert all(a <= b for a, b in zip(times, times[1:]))
-
-
-def test_a_spike_asks_for_its_plateau_in_the_right_seconds() -> None:
-    per_second = spike(100, 1000, seconds=5, spike_at=2, spike_seconds=1).expected_per_second()
-    assert per_second == pytest.approx([100, 100, 1000, 100, 100])
-
-
 def test_poisson_spacing_is_seeded_and_keeps_the_mean_rate() -> None:
-    curve = steps([(10, 1000)])
+    curve = constant(1000, 10)
     a, b = arrival_times(curve, "poisson", seed=1), arrival_times(curve, "poisson", seed=1)
     assert a == b and a != arrival_times(curve, "poisson", seed=2)
     assert len(a) == pytest.approx(10_000, rel=0.03)

@@ -32,16 +32,10 @@ def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load
 
 def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_properties_and_its_load(tmp_path: Path) -> None:
     with served("tickets-http-semantics") as t:
-        code, out = properties_against(t.url, "tickets", "-k", "any_sequence or malformed or unknown_ids")
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
         assert code == 0 and "passed" in out, out[-3000:]
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
-
-
-def test_a_feed_answering_epoch_times_passes_its_properties() -> None:
-    with served("feed-epoch-times") as t:
-        code, out = properties_against(t.url, "feed")
-    assert code == 0 and "1 passed" in out, out[-3000:]
 
 
 def test_an_empty_2xx_is_success_for_put_and_delete_only() -> None:

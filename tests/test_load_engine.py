@@ -45,7 +45,7 @@ def test_no_scenario_named_is_a_clear_error_listing_the_scenarios(tmp_path: Path
 def test_the_options_join_locust_s_parser_with_their_environment_variables() -> None:
     # Locust prints --help before it imports locustfiles, so options that locustfiles add
     # can never show there (a Locust limitation); they are on the parser Locust runs with.
-    code = ("import sys; sys.path.insert(0, 'loadtests'); import tickets; "
+    code = ("import runpy; runpy.run_path('loadtests/tickets.py'); "
             "from locust.argument_parser import get_parser; print(get_parser().format_help())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT).stdout
     for opt in ("--scenario", "--scale", "--time-scale", "--slo", "--pool-size", "PEAKPROOF_SCENARIO",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from peakproof.cases.tickets import (Tolerance, check_tickets, expired_hold_is_never_sold, no_oversell,
+from peakproof.cases.tickets import (TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold, no_oversell,
                                      no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
                                      units_return_exactly_once)
 from peakproof.history import HandHistory
@@ -49,7 +49,7 @@ def test_three_certain_holds_on_two_units_are_an_oversell_of_one() -> None:
     h = opened(2)
     for b in "abc":
         h.ok("reserve", res_args(b), res_value(f"r-{b}"))
-    r = no_oversell(h.history, EXACT)
+    r = no_oversell(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False
     assert r.counts["oversold_units"] == 1
     assert "oversold by 1" in (r.first_violation or "")
@@ -59,7 +59,7 @@ def test_a_hold_that_expired_frees_its_units_for_the_next_buyer() -> None:
     h = opened(1, hold=10)
     h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
     h.at(11).ok("reserve", res_args("b"), res_value("r2", expires=21.0))
-    assert no_oversell(h.history, EXACT).valid is True
+    assert no_oversell(TicketsAnalysis(h.history, EXACT)).valid is True
 
 
 def test_a_cancelled_hold_frees_its_units_only_after_the_cancel_was_sent() -> None:
@@ -67,12 +67,12 @@ def test_a_cancelled_hold_frees_its_units_only_after_the_cancel_was_sent() -> No
     h.ok("reserve", res_args("a"), res_value("r1"))
     h.ok("cancel", {"reservation_id": "r1"}, res_value("r1", status="cancelled"))
     h.ok("reserve", res_args("b"), res_value("r2"))
-    assert no_oversell(h.history, EXACT).valid is True
+    assert no_oversell(TicketsAnalysis(h.history, EXACT)).valid is True
     h2 = opened(1)
     h2.ok("reserve", res_args("a"), res_value("r1"))
     h2.ok("reserve", res_args("b"), res_value("r2"))  # before the cancel: two holds on one unit
     h2.ok("cancel", {"reservation_id": "r1"}, res_value("r1", status="cancelled"))
-    assert no_oversell(h2.history, EXACT).valid is False
+    assert no_oversell(TicketsAnalysis(h2.history, EXACT)).valid is False
 
 
 def test_a_sold_hold_stays_committed_after_its_window() -> None:
@@ -80,7 +80,7 @@ def test_a_sold_hold_stays_committed_after_its_window() -> None:
     h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
     h.at(5).ok("confirm", {"reservation_id": "r1"}, res_value("r1", expires=10.0, status="sold"))
     h.at(20).ok("reserve", res_args("b"), res_value("r2", expires=30.0))
-    r = no_oversell(h.history, EXACT)
+    r = no_oversell(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and r.counts["oversold_units"] == 1
 
 
@@ -88,7 +88,7 @@ def test_an_info_reservation_is_not_counted_as_certain_but_makes_the_verdict_unk
     h = opened(1)
     h.ok("reserve", res_args("a"), res_value("r1"))
     h.info("reserve", res_args("b"), "timeout")
-    r = no_oversell(h.history, EXACT)
+    r = no_oversell(TicketsAnalysis(h.history, EXACT))
     assert r.valid == "unknown"
     assert r.counts["info_reservations"] == 1
 
@@ -97,7 +97,7 @@ def test_a_refusal_while_units_were_certainly_free_is_a_valid_rejection() -> Non
     h = opened(2)
     h.ok("reserve", res_args("a"), res_value("r1"))
     h.fail("reserve", res_args("b"), "sold_out")
-    r = no_valid_rejection(h.history, EXACT)
+    r = no_valid_rejection(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False
     assert "at least 1 of 2 units were certainly free" in (r.first_violation or "")
 
@@ -107,14 +107,14 @@ def test_a_refusal_is_excused_when_an_info_reservation_may_hold_the_stock() -> N
     h.ok("reserve", res_args("a"), res_value("r1"))
     h.info("reserve", res_args("b"), "timeout")
     h.fail("reserve", res_args("c"), "sold_out")
-    assert no_valid_rejection(h.history, EXACT).valid is True
+    assert no_valid_rejection(TicketsAnalysis(h.history, EXACT)).valid is True
 
 
 def test_an_info_reservation_stops_excusing_refusals_once_its_window_is_over() -> None:
     h = opened(1, hold=10)
     h.at(0).info("reserve", res_args("b"), "timeout")
     h.at(30).fail("reserve", res_args("c"), "sold_out")
-    r = no_valid_rejection(h.history, EXACT)
+    r = no_valid_rejection(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False
 
 
@@ -123,28 +123,28 @@ def test_a_refusal_concurrent_with_a_reservation_is_excused() -> None:
     pending = h.ok("reserve", res_args("a"), res_value("r1"), pending=True)
     h.fail("reserve", res_args("b"), "sold_out")
     h.finish(pending)
-    assert no_valid_rejection(h.history, EXACT).valid is True
+    assert no_valid_rejection(TicketsAnalysis(h.history, EXACT)).valid is True
 
 
 def test_client_errors_are_not_rejections() -> None:
     h = opened(5)
     h.fail("reserve", res_args("a", qty=0), "invalid_request")
     h.fail("reserve", res_args("b"), "idempotency_key_reused")
-    r = no_valid_rejection(h.history, EXACT)
+    r = no_valid_rejection(TicketsAnalysis(h.history, EXACT))
     assert r.counts["rejections"] == 0 and r.chances == 0 and r.valid == "unknown"
 
 
 def test_contention_refusals_count_as_rejections() -> None:
     h = opened(5)
     h.fail("reserve", res_args("a"), "contention")
-    assert no_valid_rejection(h.history, EXACT).valid is False
+    assert no_valid_rejection(TicketsAnalysis(h.history, EXACT)).valid is False
 
 
 def test_one_key_answered_with_two_reservations_is_not_idempotent() -> None:
     h = opened(5)
     h.ok("reserve", res_args("a", rid="k"), res_value("r1"))
     h.ok("reserve", res_args("a", rid="k"), res_value("r2"))
-    r = reservation_is_idempotent(h.history, EXACT)
+    r = reservation_is_idempotent(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and "opened 2 reservations" in (r.first_violation or "")
 
 
@@ -153,27 +153,27 @@ def test_a_replay_answered_with_the_same_reservation_is_idempotent() -> None:
     h.ok("reserve", res_args("a", rid="k"), res_value("r1"))
     h.info("reserve", res_args("a", rid="k"), "timeout")
     h.ok("reserve", res_args("a", rid="k"), res_value("r1"))
-    r = reservation_is_idempotent(h.history, EXACT)
+    r = reservation_is_idempotent(TicketsAnalysis(h.history, EXACT))
     assert r.valid is True and r.counts["replays"] == 1
-    assert no_oversell(h.history, EXACT).counts["info_reservations"] == 0  # the info op was that reservation
+    assert no_oversell(TicketsAnalysis(h.history, EXACT)).counts["info_reservations"] == 0  # the info op was that reservation
 
 
 def test_a_different_quantity_accepted_under_one_key_is_a_violation() -> None:
     h = opened(5)
     h.ok("reserve", res_args("a", qty=1, rid="k"), res_value("r1"))
     h.ok("reserve", res_args("a", qty=2, rid="k"), res_value("r1"))
-    assert reservation_is_idempotent(h.history, EXACT).valid is False
+    assert reservation_is_idempotent(TicketsAnalysis(h.history, EXACT)).valid is False
 
 
 def test_a_confirm_sent_after_expiry_must_not_sell() -> None:
     h = opened(1, hold=10)
     h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
     h.at(12).ok("confirm", {"reservation_id": "r1"}, res_value("r1", expires=10.0, status="sold"))
-    r = expired_hold_is_never_sold(h.history, EXACT)
+    r = expired_hold_is_never_sold(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and r.counts["late_confirms_sold"] == 1
     assert r.chances == 1
     # within the clock-skew tolerance it is not held against the target (nor is it a late confirm)
-    lenient = expired_hold_is_never_sold(h.history, Tolerance(skew=3.0))
+    lenient = expired_hold_is_never_sold(TicketsAnalysis(h.history, Tolerance(skew=3.0)))
     assert lenient.valid == "unknown" and lenient.chances == 0
 
 
@@ -181,18 +181,18 @@ def test_a_late_confirm_that_is_refused_is_a_chance_that_held() -> None:
     h = opened(1, hold=10)
     h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
     h.at(12).fail("confirm", {"reservation_id": "r1"}, "expired")
-    r = expired_hold_is_never_sold(h.history, EXACT)
+    r = expired_hold_is_never_sold(TicketsAnalysis(h.history, EXACT))
     assert r.valid is True and r.chances == 1
 
 
 def test_reads_must_add_up_to_capacity() -> None:
     h = opened(2)
     read(h, 1, 0, 0)
-    r = stock_is_conserved(h.history, EXACT)
+    r = stock_is_conserved(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and "not the capacity 2" in (r.first_violation or "")
     h2 = opened(2)
     read(h2, 3, -1, 0)
-    assert stock_is_conserved(h2.history, EXACT).valid is False
+    assert stock_is_conserved(TicketsAnalysis(h2.history, EXACT)).valid is False
 
 
 def test_units_returned_twice_show_as_too_much_available() -> None:
@@ -201,9 +201,9 @@ def test_units_returned_twice_show_as_too_much_available() -> None:
     h.ok("cancel", {"reservation_id": "r1"}, res_value("r1", qty=2, status="cancelled"))
     h.ok("reserve", res_args("b"), res_value("r2"))
     read(h, 2, 1, 0, capacity=3)
-    assert units_return_exactly_once(h.history, EXACT).valid is True
+    assert units_return_exactly_once(TicketsAnalysis(h.history, EXACT)).valid is True
     read(h, 3, 0, 0, capacity=3)  # r2 still holds 1: three available means a unit came back twice
-    r = units_return_exactly_once(h.history, EXACT)
+    r = units_return_exactly_once(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and "returned twice" in (r.first_violation or "")
 
 
@@ -212,7 +212,7 @@ def test_units_never_returned_show_as_too_little_available() -> None:
     h.at(0).ok("reserve", res_args("a", qty=2), res_value("r1", qty=2, expires=10.0))
     h.at(50)
     read(h, 0, 2, 0)
-    r = units_return_exactly_once(h.history, EXACT)
+    r = units_return_exactly_once(TicketsAnalysis(h.history, EXACT))
     assert r.valid is False and "never returned" in (r.first_violation or "")
 
 
@@ -222,5 +222,5 @@ def test_a_reset_quota_starts_a_new_epoch() -> None:
     h.ok("put_quota", {"quota_id": "q", "capacity": 1, "hold_seconds": 120}, {})
     h.ok("reserve", res_args("b"), res_value("r2"))
     h.fail("reserve", res_args("c"), "sold_out")  # demand above capacity: an oversell was possible
-    r = no_oversell(h.history, EXACT)
+    r = no_oversell(TicketsAnalysis(h.history, EXACT))
     assert r.valid is True and r.chances == 1

@@ -12,24 +12,17 @@ from .core import FeedCore
 from .store import SqliteFeedStore
 
 
-def threshold_rule(window: float, capacity: float, steady: float) -> int:
-    """The seed's hybrid threshold (akis/karma.mjs): the writes one post may take from the spare
-    capacity within the G2 window, ``round(window x (capacity - steady))``."""
-    return int(window * (capacity - steady) + 0.5)
-
-
-def seed_threshold() -> int:
-    """The threshold at the seed's full scale, computed by the ported model (169,691)."""
-    from peakproof.models.feed import compute
-
-    return int(compute()["hybrid"]["threshold"])
+# The seed's hybrid threshold at full scale: window x spare capacity = 169,691 followers. A target
+# is configured, not computed: peakproof's port of the seed's model computes the figure
+# (peakproof.models.feed), ``peakproof serve feed`` passes it, and a test checks the two agree.
+SEED_THRESHOLD = 169_691
 
 
 def build_app(db: str | Path, *, policy: str = "hybrid", threshold: int | None = None, inbox_cap: int = 400,
               shards: int = 4, consumers: int = 4, rate: float | None = None, max_backlog: int | None = None,
               admin_token: str | None = None, window: float = 60.0, durability: str = "normal") -> FeedApp:
     store = SqliteFeedStore(db, durability=durability)
-    core = FeedCore(time.time, policy=policy, threshold=seed_threshold() if threshold is None else threshold,
+    core = FeedCore(time.time, policy=policy, threshold=SEED_THRESHOLD if threshold is None else threshold,
                     inbox_cap=inbox_cap, shards=shards, store=store, max_backlog=max_backlog)
     t0 = time.monotonic()
     loaded = core.restore()

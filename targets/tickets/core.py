@@ -1,13 +1,15 @@
 """The tickets reference core: a quota, holds, sales, expiry and cancellation.
 
-Sans-I/O: the core never reads a wall clock and starts no threads. It is told the time
-through an injected ``clock`` callable and persists through a ``store`` object
+Sans-I/O where it decides: the core starts no threads, is told the time of day through
+an injected ``clock`` callable and persists through a ``store`` object
 (:mod:`targets.tickets.store`). Every mutation of the quota row is written as a generator
 of *steps* (a :class:`Wait` when the lock is busy, :data:`READ` between reading the row
 and writing it back), so the same code runs
 
-* to completion in real time (``core.reserve(...)``: a blocked lock waits on a condition),
-* step by step under a chosen schedule (:class:`targets.tickets.interleave.Scheduler`),
+* to completion in real time (:meth:`TicketsCore.run`, the threaded adapter's runner: the
+  one place that reads a clock of its own, ``time.monotonic``, to bound how long a blocked
+  lock is waited on; the decisions still use only the injected clock),
+* step by step under a chosen schedule (the harness's ``peakproof.interleave.Scheduler``),
   which is how a property test explores interleavings of concurrent buyers.
 
 Locking policies (the seed's three disciplines, ``bilet/cekisme.mjs``):

@@ -430,5 +430,7 @@ FEED_CHECKS = (feed_is_newest_first, deleted_posts_never_shown, unfollowed_autho
 
 def check_feed(history: "History | Iterable[Op] | FeedAnalysis", inbox_cap: int = 400,
                window: float = 60.0) -> list[CheckResult]:
+    """Every feed invariant over one shared analysis of the history (``inbox_cap`` and the G2
+    ``window`` are the target's: 400 entries and 60 s in the seed)."""
     a = history if isinstance(history, FeedAnalysis) else FeedAnalysis(history, inbox_cap, window)
     return [c(a) for c in FEED_CHECKS]

@@ -2,13 +2,13 @@
 minute), ``checks`` (the nine invariants and the urgent-latency SLO over one
 :class:`NotificationsAnalysis`)."""
 
-from .checks import (NOTIFICATION_CHECKS, NotificationsAnalysis, check_notifications, delivery_ratio_at_least,
+from .checks import (NOTIFICATIONS_CHECKS, NotificationsAnalysis, check_notifications, delivery_ratio_at_least,
                      urgent_mean_latency)
 from .driver import HttpNotifications, InProcessNotifications, NotificationsDriver, notification_json
 from .workload import PeakMinute, peak_minute
 
 __all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "notification_json",
-           "PeakMinute", "peak_minute", "NOTIFICATION_CHECKS", "NotificationsAnalysis", "check_notifications",
+           "PeakMinute", "peak_minute", "NOTIFICATIONS_CHECKS", "NotificationsAnalysis", "check_notifications",
            "delivery_ratio_at_least", "urgent_mean_latency"]
 
 # what the property fixtures build (peakproof.pytest_plugin.Target)

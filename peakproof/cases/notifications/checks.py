@@ -73,10 +73,6 @@ class NotificationsAnalysis:
                 self.delivered[(c["event_id"], c["recipient_id"])].append(c)
 
 
-def _a(x: Any, calls: list[dict[str, Any]] | None, **kw: Any) -> NotificationsAnalysis:
-    return x if isinstance(x, NotificationsAnalysis) else NotificationsAnalysis(x, calls or [], **kw)
-
-
 def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
     """Every (event, recipient) reached the recipient at most once, over all channels."""
     v = Violations()
@@ -323,7 +319,7 @@ def _addressed(r: dict[str, Any]) -> list[str]:
     return [c for c in pv.CHANNELS if addr.get(fields[c]) or addr.get(c)]
 
 
-NOTIFICATION_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_budget_respected,
+NOTIFICATIONS_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_budget_respected,
                        no_retry_after_permanent_on_same_channel, breaker_counts_only_transient, preference_respected,
                        status_matches_providers, status_moves_forward, formatting_within_channel_limits)
 
@@ -332,8 +328,10 @@ def check_notifications(history: History | Iterable[Op], calls: list[dict[str, A
                         threshold: float = 0.99, channel_calls: list[dict[str, Any]] | None = None,
                         breaker_window: int = 200, breaker_min_failures: int = 24,
                         answer_timeout: float = 2.0, answer_latency: float = 0.0) -> list[CheckResult]:
+    """Every notification invariant over one shared analysis of the history and the providers'
+    record (``calls``); the options are :class:`NotificationsAnalysis`'s."""
     a = NotificationsAnalysis(history, calls, budget=budget, channel_calls=channel_calls,
                               breaker_window=breaker_window, breaker_min_failures=breaker_min_failures,
                               answer_timeout=answer_timeout, answer_latency=answer_latency)
-    out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATION_CHECKS]
+    out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATIONS_CHECKS]
     return out

@@ -235,12 +235,6 @@ def _num(v: Any) -> Any:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _analysis(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None) -> TicketsAnalysis:
-    if isinstance(history, TicketsAnalysis):
-        return history
-    return TicketsAnalysis(history, tolerance or Tolerance())
-
-
 def _sweep(intervals: list[tuple[float, float, int, Any]]) -> tuple[int, float, list[Any]]:
     """Max total quantity over time of (start, end, qty, tag) intervals; ends come before starts."""
     events = []
@@ -264,9 +258,8 @@ def _sweep(intervals: list[tuple[float, float, int, Any]]) -> tuple[int, float, 
 # -- the invariants ----------------------------------------------------------------------------
 
 
-def no_oversell(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def no_oversell(a: TicketsAnalysis) -> CheckResult:
     """Units certainly held or sold never exceed the capacity; no read shows sold > capacity."""
-    a = _analysis(history, tolerance)
     v = Violations()
     worst, info_res, sold_units = 0, 0, 0
     unknown = False
@@ -304,9 +297,8 @@ def no_oversell(history: History | Iterable[Op] | TicketsAnalysis, tolerance: To
                     chances=chances, chance_kind="holds, sales and reads on a quota asked for more than its capacity")
 
 
-def stock_is_conserved(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def stock_is_conserved(a: TicketsAnalysis) -> CheckResult:
     """Every read: available + held + sold == capacity, none negative, capacity as set up."""
-    a = _analysis(history, tolerance)
     v = Violations()
     reads = 0
     for ep in a.epochs.values():
@@ -328,13 +320,12 @@ def stock_is_conserved(history: History | Iterable[Op] | TicketsAnalysis, tolera
     return v.result("stock_is_conserved", {"reads": reads}, chances=reads, chance_kind="quota reads")
 
 
-def no_valid_rejection(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def no_valid_rejection(a: TicketsAnalysis) -> CheckResult:
     """No buyer is turned away while enough stock is certainly free.
 
     Certainly free = capacity minus every reservation that may have held stock at any
     moment of the rejected request (ok ones, and info ones whose outcome is unknown).
     """
-    a = _analysis(history, tolerance)
     v = Violations()
     rejections = 0
     chances = 0
@@ -372,9 +363,8 @@ def no_valid_rejection(history: History | Iterable[Op] | TicketsAnalysis, tolera
                     chance_kind="reservations decided while enough stock was certainly free")
 
 
-def reservation_is_idempotent(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def reservation_is_idempotent(a: TicketsAnalysis) -> CheckResult:
     """All answers for one key (buyer, quota, request id) name one reservation."""
-    a = _analysis(history, tolerance)
     v = Violations()
     keys = replays = 0
     seen: set[tuple[str, str, str]] = set()
@@ -399,9 +389,8 @@ def reservation_is_idempotent(history: History | Iterable[Op] | TicketsAnalysis,
                     chance_kind="requests that reused an idempotency key")
 
 
-def expired_hold_is_never_sold(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def expired_hold_is_never_sold(a: TicketsAnalysis) -> CheckResult:
     """A confirm that began after the hold expired never succeeds."""
-    a = _analysis(history, tolerance)
     v = Violations()
     late = chances = 0
     for rid, r in a.by_id.items():
@@ -421,13 +410,12 @@ def expired_hold_is_never_sold(history: History | Iterable[Op] | TicketsAnalysis
                     chance_kind="confirms sent after their hold expired")
 
 
-def units_return_exactly_once(history: History | Iterable[Op] | TicketsAnalysis, tolerance: Tolerance | None = None) -> CheckResult:
+def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
     """Every read's ``available`` lies between what the history allows.
 
     Above ``capacity - certainly held`` means units came back twice (or a lost update);
     below ``capacity - possibly held`` means units that should be back never returned.
     """
-    a = _analysis(history, tolerance)
     v = Violations()
     checked = chances = 0
     for ep in a.epochs.values():
