@@ -18,10 +18,9 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal
+from typing import Any, Callable, Iterable, Iterator
 
 OK, FAIL, INFO = "ok", "fail", "info"
-OpType = Literal["invoke", "ok", "fail", "info"]
 
 
 @dataclass(slots=True, eq=False)
