@@ -5,7 +5,7 @@ route matching with 404/405 that say what works, body limits, JSON errors, lifes
 from __future__ import annotations
 
 import json
-from re import Pattern
+import re
 from typing import Any, Awaitable, Callable
 
 from ._errors import ContractError
@@ -41,7 +41,19 @@ async def lifespan(receive: Receive, send: Send, on_startup: Callable[[], None] 
             return
 
 
-Route = tuple[str, "Pattern[str]", str]  # (method, path pattern under the prefix, handler name)
+Route = tuple[str, "re.Pattern[str]", str]  # (method, path pattern under the prefix, handler name)
+
+
+def route_table(spec: str) -> list[Route]:
+    """Routes from a table, one a line: ``METHOD /path/{name}/... handler``. A ``{...}`` is one
+    path segment, passed to the handler in order. Every app also gets ``GET /openapi.json``
+    and ``GET /health`` (the base's handlers)."""
+    routes: list[Route] = []
+    for line in spec.strip().splitlines():
+        method, path, handler = line.split()
+        pattern = re.sub(r"\\{\w+\\}", "([^/]+)", re.escape(path))
+        routes.append((method, re.compile(pattern), handler))
+    return routes + [("GET", re.compile(r"/openapi\.json"), "openapi"), ("GET", re.compile(r"/health"), "health")]
 
 
 async def match_route(routes: list[Route], prefix: str, api: str, scope: dict[str, Any], receive: Receive,

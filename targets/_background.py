@@ -41,3 +41,41 @@ class LoopHealth:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {"loop_errors": dict(self.errors), "last_loop_error": dict(self.last)}
+
+
+class BackgroundLoop:
+    """Threads that run ``_loop`` until stopped: the real-time adapter around a sans-I/O core
+    (the tickets expiry supervisor, the notifications dispatcher, the feed's fan-out consumers).
+
+    ``start`` / ``stop`` / ``wake`` and the health record are the same for all; a subclass
+    writes ``_loop`` (checking ``self._stop``, waiting on ``self._wake``) and, if it owns
+    more (thread pools), ``_close``.
+    """
+
+    def __init__(self, name: str, threads: int = 1, health: LoopHealth | None = None) -> None:
+        self.health = health or LoopHealth()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads = [threading.Thread(target=self._loop, name=name if threads == 1 else f"{name}-{i}",
+                                          daemon=True) for i in range(threads)]
+
+    def start(self) -> "BackgroundLoop":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout=5)
+        self._close()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        pass

@@ -9,36 +9,12 @@ seeds take is exact in float64 whatever the order of addition.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
-from .common import Params, fx, js_fixed, minstd_uniforms, param_field, table
+from .params import FeedParams
+from .common import fx, js_fixed, minstd_uniforms, table
 
 DAY = 86_400
-
-
-@dataclass
-class FeedParams(Params):
-    users: int = param_field(1_000_000, "VH1: daily active users")
-    posts_per_user: float = param_field(0.2, "VH2: posts per user per day")
-    feed_requests: float = param_field(8, "VH3: feed requests per user per day")
-    peak_factor: float = param_field(3, "VH4: peak factor")
-    pareto_base: float = param_field(33, "VH5: Pareto base of the follower distribution")
-    pareto_exponent: float = param_field(1.16, "VH5: Pareto exponent")
-    inbox_entries: int = param_field(400, "VH6: inbox entries kept per user")
-    entry_bytes: int = param_field(32, "VH7: bytes per inbox entry")
-    window: float = param_field(60, "G2: visibility window, s")
-    capacity_factor: float = param_field(3, "fan-out capacity as a multiple of the steady write rate")
-    thresholds: list[int] = param_field([1000, 10_000, 84_846], "thresholds compared (the computed one and "
-                                        "'users' are added)")
-    consumer_rates: list[float] = param_field([1200, 1000, 700], "slowed fan-out consumer, inbox writes/s")
-    seed: int = param_field(20260730, "generator seed (MINSTD)")
-
-    def __post_init__(self) -> None:
-        if self.users < 2 or self.pareto_exponent <= 0 or self.pareto_base <= 0 or self.window <= 0:
-            raise ValueError("users must be >= 2; Pareto base, exponent and the window must be > 0")
-        if self.seed % (2**31 - 1) == 0:
-            raise ValueError("the seed must not be a multiple of 2^31-1 (MINSTD would stay at 0)")
 
 
 def followers(p: FeedParams) -> tuple[Any, int]:

@@ -7,42 +7,13 @@ stream is computed once and every run reads it by index (:class:`LazyStream`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .common import LazyStream, Params, fx, js_fixed, js_round, param_field, table
+from .params import CHANNELS, NotificationsParams
+from .common import LazyStream, fx, js_fixed, js_round, table
 
-CHANNELS = ("push", "sms", "email")
 ORDERS = ("single", "parallel", "cascade")
 DAY = 86_400
-
-
-@dataclass
-class NotificationsParams(Params):
-    recipients: int = param_field(5_000_000, "BI1: daily active recipients")
-    per_recipient: float = param_field(6, "BI2: notifications per recipient per day")
-    peak_factor: float = param_field(5, "BI3: peak factor")
-    share: list[float] = param_field([0.55, 0.25, 0.20], "BI4: preference share push / sms / email")
-    transient: list[float] = param_field([0.05, 0.02, 0.01], "BI5: transient failure per call")
-    permanent: list[float] = param_field([0.06, 0.02, 0.01], "BI6: permanent failure per address")
-    record_bytes: int = param_field(300, "BI7: notification record")
-    budget: int = param_field(3, "BI8: attempt budget (external calls per notification)")
-    backoff: float = param_field(30, "BI9: wait between attempts, s")
-    threshold: float = param_field(0.99, "delivery ratio threshold")
-    notifications: int = param_field(104_167, "channel-order model: notifications (one peak minute)")
-    multipliers: list[float] = param_field([1, 2, 3], "failure-rate multipliers in the sensitivity table")
-    down: str = param_field("push", "channel forced down in the failure table (push, sms or email)")
-    seed: int = param_field(20260730, "generator seed")
-
-    def __post_init__(self) -> None:
-        for name in ("share", "transient", "permanent"):
-            if len(getattr(self, name)) != len(CHANNELS):
-                raise ValueError(f"{name} needs one value per channel ({', '.join(CHANNELS)}); "
-                                 f"got {getattr(self, name)}")
-        if self.down not in CHANNELS:
-            raise ValueError(f"down must be one of {', '.join(CHANNELS)}; got {self.down!r}")
-        if self.notifications < 1 or self.budget < 0:
-            raise ValueError("notifications must be >= 1 and budget >= 0")
 
 
 # -- bildirim/olcek.mjs ----------------------------------------------------------------------

@@ -12,36 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Generator
 
 from ..interleave import Scheduler
-from .common import Params, fx, js_fixed, js_round, lcg32, param_field, table
+from .params import TicketsParams
+from .common import fx, js_fixed, js_round, lcg32, table
 
 DISCIPLINES = ("unprotected", "optimistic", "pessimistic")
-
-
-@dataclass
-class TicketsParams(Params):
-    quota: int = param_field(5_000, "BS1: items on sale")
-    opening_requests: int = param_field(200_000, "BS2: requests at the opening")
-    opening_seconds: float = param_field(10.0, "BS2: length of the opening, s")
-    items_per_request: float = param_field(1.4, "BS3: mean items per request")
-    window: int = param_field(120, "BS4: reservation window, s (must be one of the windows)")
-    windows: list[int] = param_field([30, 120, 300], "BS5: windows compared, s")
-    conversion: list[float] = param_field([0.45, 0.65, 0.72], "BS5: share converted to sale, per window")
-    record_bytes: int = param_field(64, "BS7: stock record size")
-    requests: int = param_field(20_000, "contention model: requests in the queue")
-    workers: int = param_field(16, "BS6: concurrent writers on the quota row")
-    retry_budget: int = param_field(3, "BS8: optimistic retry budget")
-    p_single: float = param_field(0.6, "contention model: share of requests asking 1 item (else 2)")
-    worker_counts: list[int] = param_field([2, 4, 16], "worker counts in the sensitivity table")
-    seed: int = param_field(20260730, "generator seed")
-
-    def __post_init__(self) -> None:
-        if len(self.windows) != len(self.conversion):
-            raise ValueError(f"windows and conversion must pair up; got {len(self.windows)} windows and "
-                             f"{len(self.conversion)} conversion shares")
-        if self.window not in self.windows:
-            raise ValueError(f"window must be one of the windows {self.windows}; got {self.window}")
-        if self.workers < 1 or self.requests < 0 or self.quota < 0 or min(self.worker_counts, default=1) < 1:
-            raise ValueError("workers and worker counts must be >= 1, quota and requests >= 0")
 
 
 # -- bilet/olcek.mjs -------------------------------------------------------------------------

@@ -20,15 +20,14 @@
 from __future__ import annotations
 
 import gc
-import re
 import threading
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from .._asgi import AsgiApp, Reply, Request, rfc3339
-from .._background import LoopHealth
+from .._asgi import AsgiApp, route_table, Reply, Request, rfc3339
+from .._background import BackgroundLoop, LoopHealth
 from .core import FeedCore, InvalidRequest, Post
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
@@ -54,23 +53,19 @@ def decode_cursor(text: str) -> tuple[float, str]:
     return created, post_id
 
 
-class FanoutConsumers:
+class FanoutConsumers(BackgroundLoop):
     """Competing consumers of the fan-out queue, sharing one rate limit (token bucket)."""
 
     def __init__(self, core: FeedCore, *, consumers: int = 4, rate: float | None = None, batch: int = 256,
                  health: LoopHealth | None = None) -> None:
+        super().__init__("fanout", consumers, health)
         self.core, self.batch = core, batch
-        self.health = health or LoopHealth()
         self.consumers = consumers
         self.rate: float | None = None
         self._tokens, self._refilled = 0.0, time.monotonic()
         self._bucket = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._done_window: list[tuple[float, int]] = []  # (monotonic, writes) for the measured drain rate
         self.set_rate(rate)
-        self._threads = [threading.Thread(target=self._loop, name=f"fanout-{i}", daemon=True)
-                         for i in range(consumers)]
 
     def set_rate(self, rate: float | None) -> None:
         if rate is not None and not rate > 0:
@@ -80,20 +75,6 @@ class FanoutConsumers:
             self._tokens = 0.0
             self._refilled = time.monotonic()
         self.core.drain_rate = rate
-
-    def start(self) -> "FanoutConsumers":
-        for t in self._threads:
-            t.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        for t in self._threads:
-            t.join(timeout=5)
-
-    def wake(self) -> None:
-        self._wake.set()
 
     def _take(self) -> int:
         """How many writes this consumer may do now (0: wait for tokens)."""
@@ -143,17 +124,16 @@ class FanoutConsumers:
             self.core.drain_rate = sum(n for _, n in self._done_window) / span
 
 
-_ROUTES = [("PUT", re.compile(r"/users/([^/]+)/following/([^/]+)"), "follow"),
-           ("DELETE", re.compile(r"/users/([^/]+)/following/([^/]+)"), "unfollow"),
-           ("POST", re.compile(r"/posts"), "publish"),
-           ("DELETE", re.compile(r"/posts/([^/]+)"), "delete"),
-           ("GET", re.compile(r"/users/([^/]+)/feed"), "read"),
-           ("POST", re.compile(r"/admin/graph"), "graph"),
-           ("GET", re.compile(r"/openapi\.json"), "openapi"),
-           ("GET", re.compile(r"/health"), "health"),
-           ("GET", re.compile(r"/_stats"), "stats"),
-           ("POST", re.compile(r"/_admin/fanout"), "admin_fanout")]
-
+_ROUTES = route_table("""
+    PUT     /users/{user}/following/{followee}   follow
+    DELETE  /users/{user}/following/{followee}   unfollow
+    POST    /posts                               publish
+    DELETE  /posts/{post}                        delete
+    GET     /users/{user}/feed                   read
+    POST    /admin/graph                         graph
+    GET     /_stats                              stats
+    POST    /_admin/fanout                       admin_fanout
+""")
 
 class FeedApp(AsgiApp):
     api, routes, openapi_path = "feed", _ROUTES, OPENAPI_PATH

@@ -13,16 +13,15 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .._asgi import AsgiApp, Reply, Request, rfc3339
-from .._background import LoopHealth
-from .core import CHANNELS, Call, NotificationError, NotificationsCore
+from .._asgi import AsgiApp, route_table, Reply, Request, rfc3339
+from .._background import BackgroundLoop
+from .core import CHANNELS, Call, NotificationsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 SHARES = {"push": 0.55, "sms": 0.25, "email": 0.20}  # BI4: bulkheads sized by peak call share
@@ -35,15 +34,15 @@ def notification_json(n: Any) -> dict[str, Any]:
             "attempts": [{"channel": a.channel, "outcome": a.outcome, "at": rfc3339(a.at)} for a in n.attempts]}
 
 
-class Dispatcher:
+class Dispatcher(BackgroundLoop):
     """Moves due calls from the core to the channels' bulkheads and their outcomes back."""
 
     def __init__(self, core: NotificationsCore, provider_url: str, *, workers: int = 32,
                  call_timeout: float = 2.0) -> None:
         import requests
 
+        super().__init__("dispatcher")
         self.core = core
-        self.health = LoopHealth()
         self.provider_url = provider_url.rstrip("/")
         self.call_timeout = call_timeout
         self._requests = requests
@@ -53,24 +52,11 @@ class Dispatcher:
         self.in_flight = {c: 0 for c in CHANNELS}
         self.outcomes: dict[str, dict[str, int]] = {c: {} for c in CHANNELS}
         self._count = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self._local = threading.local()
-        self._thread = threading.Thread(target=self._loop, name="dispatcher", daemon=True)
 
-    def start(self) -> "Dispatcher":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=5)
+    def _close(self) -> None:
         for pool in self.pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
-
-    def wake(self) -> None:
-        self._wake.set()
 
     def _room(self, channel: str) -> bool:
         with self._count:
@@ -129,13 +115,12 @@ class Dispatcher:
                 self._wake.set()
 
 
-_ROUTES = [("PUT", re.compile(r"/recipients/([^/]+)"), "put_recipient"),
-           ("POST", re.compile(r"/notifications"), "notify"),
-           ("GET", re.compile(r"/notifications/([^/]+)"), "get"),
-           ("GET", re.compile(r"/openapi\.json"), "openapi"),
-           ("GET", re.compile(r"/health"), "health"),
-           ("GET", re.compile(r"/_breakers"), "breakers")]
-
+_ROUTES = route_table("""
+    PUT   /recipients/{recipient}        put_recipient
+    POST  /notifications                 notify
+    GET   /notifications/{notification}  get
+    GET   /_breakers                     breakers
+""")
 
 class NotificationsApp(AsgiApp):
     api, routes, openapi_path = "notifications", _ROUTES, OPENAPI_PATH

@@ -10,32 +10,28 @@ the locking policy, not the event loop, is what keeps the counts right.
 from __future__ import annotations
 
 import asyncio
-import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from .._asgi import AsgiApp, Reply, Request, rfc3339
-from .._background import LoopHealth
-from .core import Reservation, TicketError, TicketsCore
+from .._asgi import AsgiApp, route_table, Reply, Request, rfc3339
+from .._background import BackgroundLoop, LoopHealth
+from .core import Reservation, TicketsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 
 Scope = dict[str, Any]
 
-_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
-    ("PUT", re.compile(r"/quotas/([^/]+)"), "put_quota"),
-    ("GET", re.compile(r"/quotas/([^/]+)"), "get_quota"),
-    ("POST", re.compile(r"/quotas/([^/]+)/reservations"), "reserve"),
-    ("GET", re.compile(r"/quotas/([^/]+)/stats"), "quota_stats"),
-    ("POST", re.compile(r"/reservations/([^/]+)/confirm"), "confirm"),
-    ("POST", re.compile(r"/reservations/([^/]+)/cancel"), "cancel"),
-    ("GET", re.compile(r"/reservations/([^/]+)"), "get_reservation"),
-    ("GET", re.compile(r"/openapi\.json"), "openapi"),
-    ("GET", re.compile(r"/health"), "health"),
-    ("GET", re.compile(r"/_arrivals"), "arrivals"),
-]
+_ROUTES = route_table("""
+    PUT   /quotas/{quota}                       put_quota
+    GET   /quotas/{quota}                       get_quota
+    POST  /quotas/{quota}/reservations          reserve
+    GET   /quotas/{quota}/stats                 quota_stats
+    POST  /reservations/{reservation}/confirm   confirm
+    POST  /reservations/{reservation}/cancel    cancel
+    GET   /reservations/{reservation}           get_reservation
+    GET   /_arrivals                            arrivals
+""")
 
 
 def reservation_json(r: Reservation) -> dict[str, Any]:
@@ -172,23 +168,13 @@ class ReservationQueue:
             self.draining = False
 
 
-class Supervisor:
+class Supervisor(BackgroundLoop):
     """Releases expired holds in real time (the seed's scheduler-agent-supervisor)."""
 
     def __init__(self, core: TicketsCore, interval: float = 0.1, health: LoopHealth | None = None) -> None:
+        super().__init__("tickets-supervisor", 1, health)
         self.core = core
         self.interval = interval
-        self.health = health or LoopHealth()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tickets-supervisor", daemon=True)
-
-    def start(self) -> "Supervisor":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):

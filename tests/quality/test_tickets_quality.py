@@ -14,14 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis.stateful import run_state_machine_as_test
 
-from peakproof.clock import VirtualClock
-from . import fixed_budget
-from peakproof.cases.tickets import InProcessTickets, interleaved_reservations
 from peakproof.pytest_plugin import Target
+from properties.test_tickets import TicketsMachine, contention, interleavings_hold
 from targets.tickets import InMemoryStore, Reservation, TicketsCore
 from targets.tickets.core import Change, QuotaRow
 
-from properties.test_tickets import TicketsMachine, contention, interleavings_hold
+from . import fixed_budget
 
 
 def failure_text(exc: BaseException) -> str:

@@ -200,7 +200,11 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
 
 
 def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
-    """A channel is skipped (breaker open) only after transient failures, never for permanent ones."""
+    """A channel is skipped (breaker open) only after transient failures, never for permanent ones.
+
+    A chance: a first call made while the channel's permanent failures alone would have opened
+    a breaker that (wrongly) counted them; a skip then, with few transient failures, is the bug.
+    """
     v = Violations()
     skips = chances = 0
     for key, cs in a.calls_by_key.items():

@@ -10,7 +10,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 from ...clock import VirtualClock
 from ...driver import HttpDriver, InProcessDriver
-from ...history import OK, History, Op
+from ...history import History, Op
 from ...timefmt import parse_time
 from .checks import Tolerance
 
