@@ -97,6 +97,9 @@ class CheckResult:
         mark = {True: "ok", False: "FAIL", "unknown": "unknown"}[self.valid]
         counts = ", ".join(f"{k} {_fmt(v)}" for k, v in self.counts.items())
         text = f"{self.name}: {mark}" + (f" ({counts})" if counts else "")
+        if self.actual is not None or self.limit is not None:
+            actual, limit = self.actual_limit()
+            text += f"\n  Actual {actual} / Limit {limit}"
         if self.first_violation:
             text += f"\n  first violation: {self.first_violation}"
             for ex in self.examples[:3]:
@@ -110,8 +113,9 @@ class CheckResult:
     def actual_limit(self) -> tuple[str, str]:
         """(Actual, Limit) as text, rendered from the typed measures: the one rendering the
         terminal, the report and the verdict share. An invariant's actual is its violations."""
-        if self.actual is not None:
-            return self.actual.render(), self.limit.render() if self.limit is not None else "-"
+        if self.actual is not None or self.limit is not None:  # a measured promise (an SLO, a share)
+            return (self.actual.render() if self.actual is not None else "-",
+                    self.limit.render() if self.limit is not None else "-")
         c = self.counts
         shown = ", ".join(f"{k} {_fmt(v)}" for k, v in c.items() if k != "violations")
         actual = Measure(int(c.get("violations", 0)), "violations").render()

@@ -180,7 +180,7 @@ def _results_table(results: list[CheckResult]) -> str:
     rows = []
     for res in results:
         mark = {True: "pass", False: "fail", "unknown": "unknown"}[res.valid]
-        actual, limit = _actual_limit(res)
+        actual, limit = res.actual_limit()  # the one rendering (peakproof.checks.Measure)
         chances = "" if res.chances is None else f"{res.chances:,} {res.chance_kind}".strip()
         violations = res.counts.get("violations", "")
         rows.append(f"<tr><td class='{mark}'>{mark.upper()}</td><td>{html.escape(res.name)}</td>"
@@ -193,10 +193,6 @@ def _results_table(results: list[CheckResult]) -> str:
 
 def _fmt_count(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def _actual_limit(res: CheckResult) -> tuple[str, str]:
-    return res.actual_limit()
 
 
 def _kv_table(d: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from ...clock import VirtualClock
 from ...driver import HttpDriver, InProcessDriver
-from ...errors import TargetError
+from ...errors import SetupFailed
 from ...history import OK, History, Op
 from ...http import json_object
 from ...timefmt import parse_time
@@ -123,7 +123,7 @@ class HttpFeed(HttpDriver):
                             {"follows": [list(p) for p in part]}, _added, process=process, admin=True,
                             name="POST admin graph", slow=True)  # a million follows take minutes
             if op.type != OK:
-                raise TargetError(f"POST {self.base}/admin/graph: {op.value} {op.error or ''} (expected 200 "
+                raise SetupFailed(f"POST {self.base}/admin/graph: {op.value} {op.error or ''} (expected 200 "
                                   f"with {{'added': n}}; an admin token goes in --admin-token)")
             added += op.value["added"]
         return added
