@@ -1,7 +1,8 @@
 """Targets written from the contracts may answer as HTTP allows: 201 Created to a PUT that
 creates, 204 No Content to a DELETE, fields the contract does not name, RFC 3339 or epoch
 times. Served variants of the references that do all of it (``tests/support/mutants.py``)
-must pass the properties and the load of their case, over loopback, as a staging service.
+must pass, over loopback, as a staging service: the feed (which has all three) its
+properties and its load; tickets (201 to the quota's PUT) its load.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load
     assert errors["actual"]["value"] == 0 and errors["chances"] > 0  # no 204 counted as off-contract
 
 
-def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_properties_and_its_load(tmp_path: Path) -> None:
+def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_load(tmp_path: Path) -> None:
+    # the load's setup PUTs the quota (201 here) and every reservation carries an RFC 3339 expiry
     with served("tickets-http-semantics") as t:
-        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
-        assert code == 0 and "passed" in out, out[-3000:]
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
+    assert all(r["valid"] is True for r in doc["checks"]), [r for r in doc["checks"] if r["valid"] is not True]
 
 
 def test_an_empty_2xx_is_success_for_put_and_delete_only() -> None:
