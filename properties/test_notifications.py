@@ -37,11 +37,44 @@ def read_all_and_judge(d: Any, ids: Iterable[str], calls: list[dict[str, Any]], 
     assert_checks(r for r in check_notifications(d.history, calls, **options) if r.name != "delivery_ratio_at_least")
 
 
-class NotificationsMachine(RuleBasedStateMachine):
+class SendsNotifications(RuleBasedStateMachine):
+    """What both machines do: send notifications to their three recipients and replay them
+    (a replay of (event, recipient) returns the same notification). ``run`` prefixes ids, so
+    runs sharing a server or a providers' record stay apart."""
+
+    target: Target
+    events = Bundle("events")
+    run = ""
+
+    def set_up_recipients(self, preferences: list[list[str]]) -> None:
+        self.recipients: list[str] = []
+        for i, prefs in enumerate(preferences):
+            rid = f"{self.run}r{i}-{uuid.uuid4().hex[:6]}"
+            op = self.d.put_recipient(rid, list(prefs), {"push_token": f"tok{i}", "phone": f"+90555000{i}",
+                                                         "email": f"r{i}@example.com"})
+            assert op.type == OK, op
+            self.recipients.append(rid)
+        self.ids: dict[tuple[str, str], str] = {}
+
+    @rule(target=events, who=st.integers(0, 2), urgent=st.booleans(), title=TEXTS, body=TEXTS)
+    def send_a_notification(self, who: int, urgent: bool, title: str, body: str) -> tuple[str, str]:
+        event, rid = f"{self.run}ev-{uuid.uuid4().hex[:8]}", self.recipients[who]
+        op = self.d.notify(event, rid, "urgent" if urgent else "reminder", title, body)
+        assert op.type == OK, f"a valid request must be accepted. Actual: {op!r}"
+        self.ids[(event, rid)] = op.value["notification_id"]
+        return event, rid
+
+    @rule(key=events)
+    def replay_it(self, key: tuple[str, str]) -> None:
+        op = self.d.notify(key[0], key[1], "urgent", "again", "again")
+        assert op.type == OK and op.value["notification_id"] == self.ids[key], (
+            f"a replay of (event, recipient) must return the same notification. Actual: {op!r}")
+
+
+class NotificationsMachine(SendsNotifications):
     """A few recipients, events sent and replayed; Hypothesis answers for the providers (in process)."""
 
     target: Target = Target("notifications")  # set per test run (the notifications_target fixture)
-    events = Bundle("events")
 
     @initialize(data=st.data())
     def start(self, data: st.DataObject) -> None:
@@ -57,33 +90,10 @@ class NotificationsMachine(RuleBasedStateMachine):
                                    label=f"{ch} answers")
 
         self.d = self.target.new_driver(outcome=provider, backoff=30.0)
-        self.recipients = []
-        for i in range(3):
-            prefs = data.draw(st.permutations(CHANNELS), label=f"preferences of r{i}")
-            rid = f"r{i}-{uuid.uuid4().hex[:6]}"
-            op = self.d.put_recipient(rid, list(prefs), {"push_token": f"tok{i}", "phone": f"+90555000{i}",
-                                                         "email": f"r{i}@example.com"})
-            assert op.type == OK, op
-            self.recipients.append(rid)
-        self.ids: dict[tuple[str, str], str] = {}
+        self.set_up_recipients([list(data.draw(st.permutations(CHANNELS), label=f"preferences of r{i}"))
+                                for i in range(3)])
 
-    @rule(target=events, who=st.integers(0, 2), urgent=st.booleans(), title=TEXTS, body=TEXTS)
-    def send_a_notification(self, who: int, urgent: bool, title: str, body: str) -> tuple[str, str]:
-        event = f"ev-{uuid.uuid4().hex[:8]}"
-        rid = self.recipients[who]
-        op = self.d.notify(event, rid, "urgent" if urgent else "reminder", title, body)
-        assert op.type == OK, f"a valid request must be accepted. Actual: {op!r}"
-        self.ids[(event, rid)] = op.value["notification_id"]
-        self.texts = (title, body)
-        return event, rid
-
-    @rule(key=events)
-    def replay_it(self, key: tuple[str, str]) -> None:
-        op = self.d.notify(key[0], key[1], "urgent", "again", "again")
-        assert op.type == OK and op.value["notification_id"] == self.ids[key], (
-            f"a replay of (event, recipient) must return the same notification. Actual: {op!r}")
-
-    @rule(key=events)
+    @rule(key=SendsNotifications.events)
     def look_it_up(self, key: tuple[str, str]) -> None:
         op = self.d.get_notification(self.ids[key])
         assert op.type == OK, op
@@ -111,7 +121,7 @@ class NotificationsMachine(RuleBasedStateMachine):
                                                  for c in self.d.provider_calls()[-30:]))
 
 
-class OverHttp(RuleBasedStateMachine):
+class OverHttp(SendsNotifications):
     """Against a URL: Hypothesis sends, replays and reads; the simulator's failure model answers.
 
     Needs ``--target-url`` (the notifications API) and ``--provider-url`` (whose record of
@@ -120,33 +130,12 @@ class OverHttp(RuleBasedStateMachine):
     """
 
     target: Target  # a URL target with a provider URL (the notifications_target fixture)
-    events = Bundle("events")
 
     @initialize()
     def start(self) -> None:
         self.d = self.target.new_driver()
-        self.run = uuid.uuid4().hex[:8]
-        self.recipients = []
-        for i, prefs in enumerate([["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]):
-            rid = f"{self.run}-r{i}"
-            op = self.d.put_recipient(rid, prefs, {"push_token": f"tok{i}", "phone": f"+9055500{i}",
-                                                   "email": f"r{i}@example.com"})
-            assert op.type == OK, op
-            self.recipients.append(rid)
-        self.ids: dict[tuple[str, str], str] = {}
-
-    @rule(target=events, who=st.integers(0, 2), urgent=st.booleans(), title=TEXTS, body=TEXTS)
-    def send_a_notification(self, who: int, urgent: bool, title: str, body: str) -> tuple[str, str]:
-        event, rid = f"{self.run}-ev-{uuid.uuid4().hex[:8]}", self.recipients[who]
-        op = self.d.notify(event, rid, "urgent" if urgent else "reminder", title, body)
-        assert op.type == OK, f"a valid request must be accepted. Actual: {op!r}"
-        self.ids[(event, rid)] = op.value["notification_id"]
-        return event, rid
-
-    @rule(key=events)
-    def replay_it(self, key: tuple[str, str]) -> None:
-        op = self.d.notify(key[0], key[1], "urgent", "again", "again")
-        assert op.type == OK and op.value["notification_id"] == self.ids[key], op
+        self.run = uuid.uuid4().hex[:8] + "-"
+        self.set_up_recipients([["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]])
 
     @rule(seconds=st.sampled_from([0.05, 0.4, 1.0]))
     def time_passes(self, seconds: float) -> None:
