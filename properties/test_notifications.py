@@ -28,13 +28,17 @@ TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
     "Çağrı merkezi: ığüşöç ĞÜŞİÖÇ " * 20, "plain ascii", "Subject\r\nBcc: evil@example.com"])
 
 
-def read_all_and_judge(d: Any, ids: Iterable[str], calls: list[dict[str, Any]], **options: Any) -> None:
-    """Read every notification (their statuses join the history), then judge the history against
-    the providers' record. The delivery ratio is left out: a ratio is for a load, not for
-    adversarial answers."""
+def read_all_and_judge(d: Any, ids: Iterable[str], prefix: str = "", **options: Any) -> None:
+    """Read every notification (their statuses join the history), *then* the providers' record
+    (read first, a delivery between the two would look missing), and judge. ``prefix``: this
+    run's ids, when the providers served other runs too (every call still counts for the
+    breakers). The delivery ratio is left out: a ratio is for a load, not for adversarial answers."""
     for nid in ids:
         d.get_notification(nid, process="reader")
-    assert_checks(r for r in check_notifications(d.history, calls, **options) if r.name != "delivery_ratio_at_least")
+    everything = d.provider_calls()
+    mine = [c for c in everything if c["recipient_id"].startswith(prefix)] if prefix else everything
+    assert_checks(r for r in check_notifications(d.history, mine, channel_calls=everything, **options)
+                  if r.name != "delivery_ratio_at_least")
 
 
 class SendsNotifications(RuleBasedStateMachine):
@@ -112,8 +116,7 @@ class NotificationsMachine(SendsNotifications):
     @invariant()
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):  # virtual time: a lost answer is given up on at once
-            read_all_and_judge(self.d, self.ids.values(), self.d.provider_calls(), answer_timeout=0.0,
-                               answer_latency=0.0)
+            read_all_and_judge(self.d, self.ids.values(), answer_timeout=0.0, answer_latency=0.0)
 
     def teardown(self) -> None:
         if hasattr(self, "d"):
@@ -143,11 +146,8 @@ class OverHttp(SendsNotifications):
 
     @invariant()
     def every_check_holds(self) -> None:
-        if hasattr(self, "d"):  # the providers served other runs too: this run's calls, every call's breaker
-            everything = self.d.provider_calls()
-            read_all_and_judge(self.d, self.ids.values(), [c for c in everything
-                                                          if c["recipient_id"].startswith(self.run)],
-                               channel_calls=everything)
+        if hasattr(self, "d"):
+            read_all_and_judge(self.d, self.ids.values(), self.run)
 
 
 def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target) -> None:
