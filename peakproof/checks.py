@@ -23,7 +23,7 @@ UNITS = ("s", "share", "count", "violations")
 class Measure:
     """A number with its unit, and for a limit how the actual must compare with it.
 
-    ``unit``: ``s`` (seconds; shown in ms below 10 s), ``share`` (0..1; shown as a percent),
+    ``unit``: ``s`` (seconds; shown in ms below 1 s), ``share`` (0..1; shown as a percent),
     ``count`` or ``violations``. ``value`` is a number, or (low, high) for a range limit.
     ``cmp``: ``<=``, ``>=``, ``=`` or ``in`` (a range), for a limit; empty for an actual.
     """
@@ -60,7 +60,7 @@ def _one(v: Any, unit: str) -> str:
     if v is None:
         return "-"
     if unit == "s":
-        return f"{v * 1000:,.1f} ms" if abs(v) < 10 else f"{v:,.2f} s"
+        return f"{v * 1000:,.1f} ms" if abs(v) < 1 else f"{v:,.2f} s"
     if unit == "share":
         return f"{v:.2%}"
     if unit == "violations":
