@@ -19,15 +19,24 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 CHANNELS = ("push", "sms", "email")
+OPENAPI_PATH = Path(__file__).with_name("providers_openapi.json")
 TRANSIENT = {"push": 0.05, "sms": 0.02, "email": 0.01}  # BI5
 PERMANENT = {"push": 0.06, "sms": 0.02, "email": 0.01}  # BI6
 
 
 @dataclass
 class ProviderConfig:
+    """The simulator's whole failure model (``PUT /config`` replaces it, from the configuration the
+    simulator was started with; ``POST /config`` changes some fields).
+
+    ``dead``: addresses that always fail permanently on a channel (beyond the seeded share
+    ``permanent`` x ``multiplier``): the nemesis kills a recipient's address this way.
+    """
+
     multiplier: float = 1.0
     down: tuple[str, ...] = ()
     ack_lost: float = 0.0
@@ -35,6 +44,52 @@ class ProviderConfig:
     seed: int = 20260730
     transient: dict[str, float] = field(default_factory=lambda: dict(TRANSIENT))
     permanent: dict[str, float] = field(default_factory=lambda: dict(PERMANENT))
+    dead: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"multiplier": self.multiplier, "down": list(self.down), "ack_lost": self.ack_lost,
+                "latency": self.latency, "seed": self.seed, "transient": dict(self.transient),
+                "permanent": dict(self.permanent), "dead": {c: list(a) for c, a in self.dead.items()}}
+
+    def updated(self, doc: Any) -> "ProviderConfig":
+        """This configuration with ``doc``'s fields applied; ValueError / TypeError say what is wrong."""
+        from dataclasses import replace
+
+        if not isinstance(doc, dict):
+            raise TypeError(f"the configuration must be a JSON object; got {type(doc).__name__}")
+        unknown = sorted(set(doc) - set(self.to_json()))
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(unknown)}; expected some of {', '.join(self.to_json())}")
+        out = replace(self)
+        for k in ("multiplier", "ack_lost", "latency"):
+            if k in doc:
+                v = float(doc[k])
+                if v < 0 or (k == "ack_lost" and v > 1):
+                    raise ValueError(f"{k} must be >= 0{' and <= 1' if k == 'ack_lost' else ''}; got {doc[k]!r}")
+                setattr(out, k, v)
+        if "seed" in doc:
+            out.seed = int(doc["seed"])
+        if "down" in doc:
+            out.down = tuple(_channels(doc["down"], "down"))
+        for k in ("transient", "permanent"):
+            if k in doc:
+                rates = doc[k]
+                if not isinstance(rates, dict) or set(rates) - set(CHANNELS):
+                    raise ValueError(f"{k} must map channels ({', '.join(CHANNELS)}) to rates; got {rates!r:.80}")
+                setattr(out, k, {**getattr(self, k), **{c: float(r) for c, r in rates.items()}})
+        if "dead" in doc:
+            dead = doc["dead"]
+            if not isinstance(dead, dict):
+                raise TypeError(f"dead must map channels to lists of addresses; got {dead!r:.80}")
+            _channels(list(dead), "dead")
+            out.dead = {c: tuple(str(a) for a in addresses) for c, addresses in dead.items()}
+        return out
+
+
+def _channels(value: Any, what: str) -> list[str]:
+    if not isinstance(value, (list, tuple)) or any(c not in CHANNELS for c in value):
+        raise ValueError(f"{what} must be a list of channels from {', '.join(CHANNELS)}; got {value!r:.80}")
+    return list(value)
 
 
 @dataclass(frozen=True)
@@ -47,6 +102,7 @@ class ProviderCall:
     at: float
     outcome: str  # ok | transient | permanent | ack_lost (delivered, answer lost) | duplicate (already delivered)
     message: dict[str, Any]
+    latency: float = 0.0  # s the answer took: beyond the caller's timeout it was never heard
 
 
 class ProviderSim:
@@ -61,6 +117,8 @@ class ProviderSim:
         self.deliveries: dict[tuple[str, str], ProviderCall] = {}
 
     def permanently_fails(self, channel: str, address: str) -> bool:
+        if address in self.config.dead.get(channel, ()):
+            return True
         rate = min(1.0, self.config.permanent[channel] * self.config.multiplier)
         digest = hashlib.blake2b(f"{self.config.seed}|{channel}|{address}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") / 2**64 < rate
@@ -90,7 +148,8 @@ class ProviderSim:
                 outcome = "transient"
             else:
                 outcome = "ack_lost" if cfg.ack_lost and self._rnd.random() < cfg.ack_lost else "ok"
-            call = ProviderCall(channel, idempotency_key, event_id, recipient_id, to, now, outcome, message)
+            call = ProviderCall(channel, idempotency_key, event_id, recipient_id, to, now, outcome, message,
+                                cfg.latency)
             self.calls.append(call)
             if outcome in ("ok", "ack_lost"):
                 self.deliveries[(channel, idempotency_key)] = call
@@ -106,9 +165,13 @@ class ProviderSim:
 
 
 def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
-    """A raw ASGI app: POST /{push|sms|email}, GET /calls, POST /config, GET /health."""
+    """A raw ASGI app: POST /{push|sms|email}, GET /calls, GET/PUT/POST /config, GET /openapi.json,
+    GET /health (the contract: ``peakproof/providers_openapi.json``)."""
     import asyncio
     import json
+    from dataclasses import replace
+
+    started_with = replace(sim.config)  # what PUT /config resets to (the options it was served with)
 
     async def app(scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "lifespan":
@@ -131,18 +194,18 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
             status, doc = 200, {"status": "ok"}
         elif method == "GET" and path == "/calls":
             status, doc = 200, sim.record()
-        elif method == "POST" and path == "/config":
+        elif method == "GET" and path == "/openapi.json":
+            status, doc = 200, json.loads(OPENAPI_PATH.read_text(encoding="utf-8"))
+        elif method == "GET" and path == "/config":
+            status, doc = 200, sim.config.to_json()
+        elif method in ("PUT", "POST") and path == "/config":
+            # PUT replaces the whole failure model (what every run does first); POST changes some of it
             try:
-                update = json.loads(body)
-                for k in ("multiplier", "ack_lost", "latency"):
-                    if k in update:
-                        setattr(sim.config, k, float(update[k]))
-                if "down" in update:
-                    sim.config.down = tuple(update["down"])
-                status, doc = 200, {"multiplier": sim.config.multiplier, "down": list(sim.config.down),
-                                    "ack_lost": sim.config.ack_lost, "latency": sim.config.latency}
+                base = started_with if method == "PUT" else sim.config
+                sim.config = base.updated(json.loads(body or b"{}"))
+                status, doc = 200, sim.config.to_json()
             except (ValueError, TypeError) as e:
-                status, doc = 400, {"error": "invalid_request", "message": str(e)}
+                status, doc = 400, {"error": "invalid_request", "message": f"{e}. Nothing was changed."}
         elif method == "POST" and path.lstrip("/") in CHANNELS:
             channel = path.lstrip("/")
             headers = dict(scope["headers"])

@@ -40,6 +40,7 @@ class Target:
     admin_token: str | None = None
     provider_url: str | None = None
     driver_spec: str | None = None  # module:Class of the user's own driver (built with base_url=url)
+    answer_timeout: float = 2.0  # notifications: how long the target waits for a provider's answer
     in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
 
     @property
@@ -76,7 +77,7 @@ def target_from_options(case: str, config: pytest.Config) -> Target:
                         f"{CASE_PATHS[case]} (or one with no case path)")
     policy = opt("--policy") if case == "tickets" else None
     return Target(case, url, policy, opt("--admin-token"), opt("--provider-url"),
-                  opt("--driver") if case == "tickets" else None)
+                  opt("--driver") if case == "tickets" else None, answer_timeout=opt("--answer-timeout"))
 
 
 @pytest.fixture(scope="session")

@@ -9,15 +9,17 @@ provider simulator in one virtual clock) by default.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any, Iterable
 
 import pytest
-from hypothesis import note
+from hypothesis import Phase, note
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from peakproof.cases.notifications import NotificationsAnalysis, check_notifications
+from peakproof import nemesis
 from peakproof.checks import assert_checks
 from peakproof.history import OK
 from peakproof.pytest_plugin import Target
@@ -50,12 +52,17 @@ class SendsNotifications(RuleBasedStateMachine):
     events = Bundle("events")
     run = ""
 
+    def addresses(self, i: int) -> dict[str, str]:
+        """Recipient ``i``'s addresses, unique to this run (the nemesis may kill one)."""
+        tag = self.run.rstrip("-")
+        return {"push_token": f"tok{tag}{i}", "phone": f"+90555{abs(hash(tag)) % 10_000:04d}{i:03d}",
+                "email": f"r{i}{tag}@example.com"}
+
     def set_up_recipients(self, preferences: list[list[str]]) -> None:
         self.recipients: list[str] = []
         for i, prefs in enumerate(preferences):
             rid = f"{self.run}r{i}-{uuid.uuid4().hex[:6]}"
-            op = self.d.put_recipient(rid, list(prefs), {"push_token": f"tok{i}", "phone": f"+90555000{i}",
-                                                         "email": f"r{i}@example.com"})
+            op = self.d.put_recipient(rid, list(prefs), self.addresses(i))
             assert op.type == OK, op
             self.recipients.append(rid)
         self.ids: dict[tuple[str, str], str] = {}
@@ -124,30 +131,99 @@ class NotificationsMachine(SendsNotifications):
                                                  for c in self.d.provider_calls()[-30:]))
 
 
+ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}
+PREFERENCES = [["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]
+FAULTS = st.one_of(
+    st.tuples(st.just("channel_down"), st.sampled_from([*CHANNELS, "all"])),
+    st.tuples(st.just("lost_answers"), st.sampled_from([0.3, 1.0])),
+    st.tuples(st.just("dead_address"), st.tuples(st.integers(0, 2), st.sampled_from(CHANNELS))),
+    st.tuples(st.just("failures_multiplied"), st.sampled_from([3.0, 10.0])),
+    st.tuples(st.just("slow_providers"), st.sampled_from([0.2, 0.6])),
+)
+
+
 class OverHttp(SendsNotifications):
-    """Against a URL: Hypothesis sends, replays and reads; the simulator's failure model answers.
+    """Against a URL, with the harness's nemesis: Hypothesis sends, replays and reads, and turns the
+    providers' failures on and off (a channel down, lost answers, a recipient's address dead on a
+    channel, failures multiplied, slow answers). Every fault is an op in the history
+    (:mod:`peakproof.nemesis`), and every example starts from the simulator's whole default model.
 
     Needs ``--target-url`` (the notifications API) and ``--provider-url`` (whose record of
     calls is the ground truth). Time is real: the target's rounds should be short
-    (``peakproof serve notifications --backoff 0.3``).
+    (``peakproof serve notifications --backoff 0.3 --call-timeout 0.5``).
     """
 
     target: Target  # a URL target with a provider URL (the notifications_target fixture)
 
-    @initialize()
-    def start(self) -> None:
+    @initialize(first=st.lists(FAULTS, max_size=2), doomed=st.none() | st.integers(0, 2))
+    def start(self, first: list[tuple[str, Any]], doomed: int | None) -> None:
         self.d = self.target.new_driver()
         self.run = uuid.uuid4().hex[:8] + "-"
-        self.set_up_recipients([["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]])
+        self.faults: dict[str, Any] = {}
+        reset = self.d.provider_config()  # the whole model, as the simulator started: nothing left over
+        assert reset.type == OK, f"the providers refused a reset of their configuration: {reset!r}"
+        self.set_up_recipients(PREFERENCES)
+        if doomed is not None:  # a recipient whose preferred channel's address is dead: the cascade must move on
+            self.the_nemesis_strikes(("dead_address", (doomed, PREFERENCES[doomed][0])))
+        for fault in first:  # faults already in force when the first notification goes out
+            self.the_nemesis_strikes(fault)
 
-    @rule(seconds=st.sampled_from([0.05, 0.4, 1.0]))
+    @rule(seconds=st.sampled_from([0.05, 0.4, 1.0, 2.5]))
     def time_passes(self, seconds: float) -> None:
         self.d.advance(seconds)
+
+    @rule(fault=FAULTS)
+    def the_nemesis_strikes(self, fault: tuple[str, Any]) -> None:
+        kind, param = fault
+        if kind == "channel_down":
+            down = CHANNELS if param == "all" else sorted({*self.faults.get("down", []), param})
+            change, params = {"down": list(down)}, {"channel": param}
+        elif kind == "lost_answers":
+            change, params = {"ack_lost": param}, {"share": param}
+        elif kind == "dead_address":
+            who, channel = param
+            address = self.addresses(who)[ADDRESS_FIELD[channel]]
+            dead = {c: list(a) for c, a in self.faults.get("dead", {}).items()}
+            dead.setdefault(channel, []).append(address)
+            change, params = {"dead": dead}, {"recipient": self.recipients[who], "channel": channel}
+        elif kind == "failures_multiplied":
+            change, params = {"multiplier": param}, {"multiplier": param}
+        else:
+            change, params = {"latency": param}, {"latency_s": param}
+        self.faults.update(change)
+        op = nemesis.inject(self.d.history, kind, lambda: self.d.provider_config(replace=False, **change).type == OK,
+                            **params)
+        assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+
+    @rule()
+    def the_nemesis_rests(self) -> None:
+        if self.faults:
+            self.faults = {}
+            nemesis.lift(self.d.history, "all", lambda: self.d.provider_config().type == OK)
 
     @invariant()
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):
-            read_all_and_judge(self.d, self.ids.values(), self.run)
+            read_all_and_judge(self.d, self.ids.values(), self.run, answer_timeout=self.target.answer_timeout)
+
+    def teardown(self) -> None:
+        """Let every cascade finish (bounded), then judge once more: a retry after a lost answer, a
+        round beyond the budget, happen after the last step."""
+        if not hasattr(self, "d"):
+            return
+        deadline = time.monotonic() + self.SETTLE_SECONDS
+        while time.monotonic() < deadline:
+            ops = [self.d.get_notification(nid, process="poll") for nid in self.ids.values()]
+            if all(op.type == OK and op.value["status"] in ("delivered", "failed") for op in ops):
+                break
+            time.sleep(0.2)
+        try:
+            read_all_and_judge(self.d, self.ids.values(), self.run, answer_timeout=self.target.answer_timeout)
+        finally:
+            if self.faults:
+                self.d.provider_config()  # the next example starts from the default model anyway; be tidy
+
+    SETTLE_SECONDS = 4.0  # six rounds of a short-round target (--backoff 0.3 --call-timeout 0.5)
 
 
 def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target) -> None:
@@ -159,8 +235,11 @@ def test_a_served_target_keeps_every_invariant_over_http(notifications_target: T
     class Machine(OverHttp):
         target = notifications_target
 
+    # real time: at most 10 examples of 15 steps, and the first failing run is reported as found (shrinking
+    # it would replay dozens of runs against a live server)
     run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=min(
-        settings.default.max_examples, 10), stateful_step_count=15))
+        settings.default.max_examples, 10), stateful_step_count=15, phases=[Phase.explicit, Phase.reuse,
+                                                                            Phase.generate]))
 
 
 def test_notifications_keep_every_invariant_whatever_the_providers_answer(

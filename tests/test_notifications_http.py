@@ -92,8 +92,9 @@ def test_the_url_machine_keeps_every_invariant_against_the_served_reference(prov
 
     from .quality import fixed_budget
 
-    with ServedTarget("notifications", provider_url=providers.base, backoff=0.3, breaker_cool_down=1.0) as served:
+    with ServedTarget("notifications", provider_url=providers.base, backoff=0.3, breaker_cool_down=1.0,
+                      call_timeout=0.5) as served:
         class Machine(OverHttp):
-            target = Target("notifications", served.url, provider_url=providers.base)
+            target = Target("notifications", served.url, provider_url=providers.base, answer_timeout=0.5)
 
         run_state_machine_as_test(Machine, settings=fixed_budget(3, stateful_step_count=12))

@@ -99,3 +99,35 @@ def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tm
     assert code == 2 and doc["verdict"]["outcome"] == "INCONCLUSIVE", out[-3000:]
     assert any("ZeroDivisionError" in e for e in doc["harness_errors"])
     assert "Traceback" in (tmp_path / doc["html"]).read_text()
+
+
+# -- notifications: the URL properties with the nemesis on -----------------------------------------
+
+NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0)  # short rounds: real time
+
+
+@pytest.mark.parametrize("mutant, caught_by", [
+    ("notifications-new-key-per-call", "one_delivery_per_event"),
+    ("notifications-retries-a-dead-channel", "no_retry_after_permanent_on_same_channel"),
+    ("notifications-budget-of-six", "attempt_budget_respected"),
+])
+def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(mutant: str,
+                                                                                      caught_by: str) -> None:
+    from peakproof.launch import ServedTarget
+
+    with ServedTarget("providers", latency=0.02) as providers, \
+            served(mutant, provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
+        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
+                                       "--answer-timeout", str(NOTIFICATIONS_SERVED["call_timeout"]))
+    assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
+    print(f"\n{mutant} -> {caught_by}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
+
+
+def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on() -> None:
+    from peakproof.launch import ServedTarget
+
+    with ServedTarget("providers", latency=0.02) as providers, \
+            ServedTarget("notifications", provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
+        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
+                                       "--answer-timeout", str(NOTIFICATIONS_SERVED["call_timeout"]))
+    assert code == 0 and "1 passed" in out, out[-3000:]

@@ -95,6 +95,48 @@ def feed_fanout_stalls() -> None:
     FanoutConsumers.start = lambda self: self  # type: ignore[method-assign]
 
 
+def notifications_new_key_per_call() -> None:
+    """Every call of a notification gets a fresh idempotency key, retries after a lost answer too:
+    the provider cannot tell the retry from a new message and delivers twice."""
+    from dataclasses import replace as _replace
+
+    from targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore._call
+
+    def call(self: NotificationsCore, n: Any, channel: str, now: float) -> Any:
+        c = original(self, n, channel, now)
+        return _replace(c, idempotency_key=f"{c.idempotency_key}-{c.call_no}")
+
+    NotificationsCore._call = call  # type: ignore[method-assign]
+
+
+def notifications_retries_a_dead_channel() -> None:
+    """After a permanent failure ("bad address") the next round tries the same channel again."""
+    from targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore._plan
+
+    def plan(self: NotificationsCore, n: Any, now: float) -> Any:
+        if n.attempts and n.attempts[-1].outcome == "permanent" and len(n.attempts) < self.budget:
+            return [n.attempts[-1].channel]  # "maybe it works this time"
+        return original(self, n, now)
+
+    NotificationsCore._plan = plan  # type: ignore[method-assign]
+
+
+def notifications_budget_of_six() -> None:
+    """Spends up to 6 provider calls on a notification instead of the budget of 3 (BI8)."""
+    from targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore.__init__
+
+    def init(self: NotificationsCore, *args: Any, **kw: Any) -> None:
+        original(self, *args, **{**kw, "budget": 6})
+
+    NotificationsCore.__init__ = init  # type: ignore[method-assign]
+
+
 def http_semantics(times: str = "rfc3339") -> Callable[[], None]:
     """Not a mutant: a variant that keeps every promise and answers the way HTTP allows where the
     reference chose otherwise: 201 Created to a PUT, 204 No Content (no body) to a DELETE, an
@@ -167,6 +209,9 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
     "feed-skips-a-post-at-each-page-boundary": ("feed", feed_skips_a_post_at_each_page_boundary),
     "feed-fanout-stalls": ("feed", feed_fanout_stalls),
+    "notifications-new-key-per-call": ("notifications", notifications_new_key_per_call),
+    "notifications-retries-a-dead-channel": ("notifications", notifications_retries_a_dead_channel),
+    "notifications-budget-of-six": ("notifications", notifications_budget_of_six),
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
     "feed-http-semantics": ("feed", http_semantics()),

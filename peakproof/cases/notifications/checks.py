@@ -54,24 +54,34 @@ class NotificationsAnalysis:
         self._times: dict[str, list[float]] = defaultdict(list)
         self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
         self._permanent_seen: dict[str, list[float]] = defaultdict(list)
+        self.answer_timeout = answer_timeout
+
         def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
-            return c["at"] + (answer_timeout if c["outcome"] == "ack_lost" else answer_latency)
+            return c["at"] + (answer_timeout if self.unheard(c) else answer_latency)
 
         self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
         for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
-            if c["outcome"] == "permanent":
+            if c["outcome"] == "permanent" and not self.unheard(c):
                 self._permanent_seen[ch].append(heard(c))
                 continue  # the breaker's window holds calls that say something about the channel
             self._times[ch].append(heard(c))
-            self._last_failed[ch].append(c["outcome"] in ("transient", "ack_lost"))
-            # a lost answer is a timeout to the caller: a fair reason for a breaker to count it
-            self._transient_cum[ch].append(self._transient_cum[ch][-1] + (c["outcome"] in ("transient", "ack_lost")))
+            failed = c["outcome"] in ("transient", "ack_lost") or self.unheard(c)
+            self._last_failed[ch].append(failed)
+            # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
+            self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
         self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for c in self.calls:
             if c["outcome"] in ("ok", "ack_lost"):
                 self.delivered[(c["event_id"], c["recipient_id"])].append(c)
 
+
+    def unheard(self, c: dict[str, Any]) -> bool:
+        """The target never heard this call's answer: it was lost, or slower than the target's
+        ``answer_timeout`` (the provider's record says how long it took). To the target the
+        outcome is unknown, and retrying the same channel with the same key is the rule."""
+        latency = float(c.get("latency") or 0.0)
+        return c["outcome"] == "ack_lost" or (latency > 0 and latency >= self.answer_timeout)
 
 def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
     """Every (event, recipient) reached the recipient at most once, over all channels."""
@@ -124,18 +134,20 @@ def attempt_budget_respected(a: NotificationsAnalysis) -> CheckResult:
 
 
 def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckResult:
-    """After a channel answers *permanent* (a dead address) for a notification, it is never called again for it."""
+    """After a channel answers *permanent* (a dead address) for a notification, it is never called again
+    for it. An answer the target never heard (lost, or slower than its answer timeout) is unknown to
+    it: retrying that channel is then the contract's rule, not a violation."""
     v = Violations()
     chances = 0
     for key, cs in a.calls_by_key.items():
-        chances += any(c["outcome"] == "permanent" for c in cs)
+        chances += any(c["outcome"] == "permanent" and not a.unheard(c) for c in cs)
         dead: set[str] = set()
         for c in cs:
             if c["channel"] in dead:
                 v.add(f"event {key[0]!r} for {key[1]!r}: {c['channel']} called again after it answered permanent",
                       [(x["channel"], x["outcome"]) for x in cs])
                 break
-            if c["outcome"] == "permanent":
+            if c["outcome"] == "permanent" and not a.unheard(c):  # a permanent answer the target heard
                 dead.add(c["channel"])
     return v.result("no_retry_after_permanent_on_same_channel", {"notifications": len(a.calls_by_key)},
                     chances=chances, chance_kind="notifications with a permanent failure")

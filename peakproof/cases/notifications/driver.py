@@ -178,9 +178,11 @@ class HttpNotifications(HttpDriver):
                               f"{op.value} {op.error or ''}".strip())
         return doc["calls"]
 
-    def provider_config(self, **config: Any) -> Op:
-        """``POST {provider_url}/config``: the simulator's failure model."""
-        return self.side_call("provider_config", "POST", f"{self.provider_url}/config", config, args=config)[0]
+    def provider_config(self, *, replace: bool = True, **config: Any) -> Op:
+        """The simulator's failure model: ``PUT {provider_url}/config`` replaces all of it (fields not
+        given take their defaults: what every run does first); ``replace=False`` POSTs a change."""
+        return self.side_call("provider_config", "PUT" if replace else "POST", f"{self.provider_url}/config",
+                              config, args=config)[0]
 
     def breakers(self) -> dict[str, Any] | None:
         """The reference target's ``/_breakers`` (None from a target without it)."""
