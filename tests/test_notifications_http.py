@@ -80,21 +80,3 @@ def test_the_peak_and_push_down_scenarios_pass_against_the_reference_target(prov
             if scenario == "notifications-push-down":
                 assert calls["push"] < 0.2 * calls["total"]  # the breaker keeps the dead channel out
 
-
-def test_the_url_machine_keeps_every_invariant_against_the_served_reference(providers) -> None:
-    # the machine `pytest properties/ --target-url ... --provider-url ...` runs, end to end, at a small
-    # fixed budget (a smoke test: a race such as reading the providers' record before the statuses needs
-    # the ci profile's budget against a URL to show, as `peakproof run notifications` gives it)
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from peakproof.pytest_plugin import Target
-    from properties.test_notifications import OverHttp
-
-    from .quality import fixed_budget
-
-    with ServedTarget("notifications", provider_url=providers.base, backoff=0.3, breaker_cool_down=1.0,
-                      call_timeout=0.5) as served:
-        class Machine(OverHttp):
-            target = Target("notifications", served.url, provider_url=providers.base, answer_timeout=0.5)
-
-        run_state_machine_as_test(Machine, settings=fixed_budget(3, stateful_step_count=12))
