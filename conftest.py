@@ -37,10 +37,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="locking policy of the in-process reference target (ignored with --target-url)")
     group.addoption("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
                     help="notifications: the providers' base URL whose GET /calls is the ground truth")
-    group.addoption("--answer-timeout", type=float, default=float(os.environ.get("PEAKPROOF_ANSWER_TIMEOUT", 2.0)),
-                    help="notifications: seconds your target waits for a provider's answer before it counts the "
-                         "outcome unknown (the reference's --call-timeout, 2 s by default); answers slower than "
-                         "this were never heard (env PEAKPROOF_ANSWER_TIMEOUT)")
+    from peakproof.cases.notifications import DeliveryRules
+
+    for flag, name, kind, text in DeliveryRules.OPTIONS:  # what the target says it does; the checks judge by it
+        env = "PEAKPROOF_" + flag[2:].upper().replace("-", "_")
+        group.addoption(flag, dest=name, type=kind, default=kind(os.environ[env]) if os.environ.get(env) else None,
+                        help=f"notifications: {text} (env {env})")
     group.addoption("--driver", default=None,
                     help="module:Class of your own tickets driver, built with base_url=--target-url")
 

@@ -28,8 +28,11 @@ import gevent.pool
 
 from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
-from peakproof.cases.notifications import (HttpNotifications, NotificationsAnalysis, check_notifications, peak_minute,
-                                           urgent_mean_latency)
+from dataclasses import replace
+from typing import Callable
+
+from peakproof.cases.notifications import (DeliveryRules, HttpNotifications, NotificationsAnalysis, check_notifications,
+                                           peak_minute, urgent_mean_latency)
 from peakproof.errors import SetupFailed, UsageError
 from peakproof.history import OK, History
 from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
@@ -50,6 +53,31 @@ DEAD_EVERYWHERE_EVERY = 500
 TITLES = ["Siparişiniz yolda", "Ödemeniz alındı", "Your order shipped", "Güvenlik kodu", "Randevu hatırlatması"]
 
 
+def dead_address_met_every_channel(a: NotificationsAnalysis) -> int:
+    """Undelivered notifications that met a dead address and were called until the budget or the
+    channels ran out: the budget and "never the same dead channel again" were put to the test."""
+    return sum(1 for cs in a.calls_by_key.values()
+               if any(c["outcome"] == "permanent" and not a.unheard(c) for c in cs)
+               and not any(c["outcome"] in ("ok", "ack_lost") for c in cs)
+               and (len(cs) >= a.budget or len({c["channel"] for c in cs}) >= 3))
+
+
+def lost_answer_met_a_retry(a: NotificationsAnalysis) -> int:
+    """Notifications called again after a call whose answer the target never heard."""
+    return sum(1 for cs in a.calls_by_key.values() if any(a.unheard(c) for c in cs[:-1]))
+
+
+def push_skipped_while_down(a: NotificationsAnalysis) -> int:
+    """Notifications for push-first recipients whose first call went elsewhere (the breaker at work)."""
+    return sum(1 for (_, rid), cs in a.calls_by_key.items()
+               if cs and a.recipients.get(rid, {}).get("channels", [""])[0] == "push" and cs[0]["channel"] != "push")
+
+
+DEAD_EVERYWHERE = (("attempt_budget_respected", "a dead address meet every channel", dead_address_met_every_channel),
+                   ("no_retry_after_permanent_on_same_channel", "a dead address meet every channel",
+                    dead_address_met_every_channel))
+
+
 @scenario
 class NotificationsPeak(Scenario):
     name = "notifications-peak"
@@ -58,22 +86,32 @@ class NotificationsPeak(Scenario):
     rate_factor = 1.0
     provider_faults: dict[str, Any] = {}
     default_slos: list[str] = []  # the urgent mean latency is judged from the providers' record (see judge)
+    saturates = False  # meant to saturate delivery: the priority check must then be put to the test
+    # What the scenario must exercise: (check, what had to happen, how many times it did). A check
+    # that held while its count stayed 0 was never put to the test: unknown, never a pass.
+    exercises: tuple[tuple[str, str, Callable[[NotificationsAnalysis], int]], ...] = DEAD_EVERYWHERE
 
     def __init__(self, options: Any, host: str) -> None:
         super().__init__(options, host)
         self.provider_url = (getattr(options, "provider_url", None) or os.environ.get("PEAKPROOF_PROVIDER_URL") or "")
-        self.rate = PEAK * options.scale * self.rate_factor
+        rules = DeliveryRules.from_options(lambda name: getattr(options, name, None))
+        # the target's rounds: as the user states them, else the seed's 30 s shrunk like the scenario
+        self.rules = rules if getattr(options, "backoff", None) else replace(rules, backoff=30.0 / options.time_scale)
+        self.backoff = self.rules.backoff
         self.seconds = float(options.duration or 60.0)
-        self.n = max(1, round(self.rate * self.seconds))
-        self.backoff = float(getattr(options, "backoff", None) or 30.0 / options.time_scale)
+        self.set_rate(PEAK * options.scale * self.rate_factor)
         self.run_id = ""
         self._arrivals: list[Arrival] | None = None
-        self._people = peak_minute(self.n, options.seed, urgent_share=self.urgent_share)
+
+    def set_rate(self, rate: float) -> None:
+        self.rate = rate
+        self.n = max(1, round(self.rate * self.seconds))
+        self._people = peak_minute(self.n, self.options.seed, urgent_share=self.urgent_share)
 
     def params(self) -> dict[str, Any]:
         return {"notifications": self.n, "rate (per s)": round(self.rate, 2), "seconds": self.seconds,
-                "urgent share": self.urgent_share, "expected backoff (s)": self.backoff,
-                "provider faults": self.provider_faults or "none", "provider url": self.provider_url,
+                "urgent share": self.urgent_share, "provider faults": self.provider_faults or "none",
+                "target's rules (judged by)": self.rules.describe(), "provider url": self.provider_url,
                 "run id": self.run_id}
 
     def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
@@ -88,7 +126,10 @@ class NotificationsPeak(Scenario):
                              "Start them with peakproof serve providers and pass --provider-url.")
         self.run_id = uuid.uuid4().hex[:8]
         d = self._driver()
-        config = d.provider_config(**self.provider_faults)  # the whole model, reset: an earlier run leaves nothing
+        config = d.provider_config()  # the whole model, reset: an earlier run leaves nothing
+        if config.type == OK and self.provider_faults:  # the scenario's fault, an op of the nemesis (drawn on charts)
+            config = nemesis.inject(d.history, "providers", lambda: d.provider_config(**self.provider_faults).type == OK,
+                                    **self.provider_faults)
         if config.type != OK:
             raise SetupFailed(f"the providers at {self.provider_url} refused their configuration: {config!r}")
         doomed = self._people[::DEAD_EVERYWHERE_EVERY]
@@ -107,10 +148,12 @@ class NotificationsPeak(Scenario):
         if bad:
             raise SetupFailed(f"{len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
         self.setup_history = d.history
-        return {"run_id": self.run_id}
+        return {"run_id": self.run_id, "rate": self.rate}
 
     def adopt(self, shared: dict[str, Any]) -> None:
         self.run_id = shared["run_id"]
+        if shared.get("rate") != self.rate:  # the master sized the run (a flood from measured capacity)
+            self.set_rate(shared["rate"])
 
     def peak_rate(self) -> float:
         return PEAK * self.rate_factor
@@ -140,8 +183,15 @@ class NotificationsPeak(Scenario):
         d = self._driver(history)
         everything = d.provider_calls()  # the providers may have served earlier runs too
         calls = [c for c in everything if c["recipient_id"].startswith(prefix)]
-        a = NotificationsAnalysis(history, calls, channel_calls=everything)
-        checks = check_notifications(history, calls, channel_calls=everything)
+        a = NotificationsAnalysis(history, calls, channel_calls=everything, **self.rules.judging())
+        checks = check_notifications(history, calls, channel_calls=everything, rules=self.rules,
+                                     saturated=self.saturates)
+        exercised = {}
+        for name, what, count in self.exercises:
+            n = exercised[what] = count(a)
+            for r in checks:
+                if r.name == name and r.valid is True and n == 0:
+                    r.valid, r.note = "unknown", f"not exercised: this scenario must see {what}, and it saw none"
         checks.append(urgent_mean_latency(a))
         t0 = min((op.invoke_time for op in history.ops if op.f == "notify"), default=time.time())
         per_channel: dict[str, dict[int, int]] = {}
@@ -174,7 +224,9 @@ class NotificationsPeak(Scenario):
         by_channel = {ch: sum(1 for c in calls if c["channel"] == ch) for ch in ("push", "sms", "email")}
         details = {"provider calls": {"total": len(calls), "per notification": round(len(calls) / max(1, len(a.accepted)), 3),
                                       **by_channel},
-                   "notifications": {"accepted": len(a.accepted), "unfinished when judged": getattr(self, "unfinished", 0)}}
+                   "notifications": {"accepted": len(a.accepted), "unfinished when judged": getattr(self, "unfinished", 0)},
+                   "exercised (what the scenario must put to the test)": exercised or "nothing beyond the checks' chances",
+                   **({"delivery capacity measured first": self.capacity} if getattr(self, "capacity", None) else {})}
         return checks, charts, details
 
     # -- every dispatching process -------------------------------------------------------------
@@ -214,6 +266,8 @@ class NotificationsPushDown(NotificationsPeak):
     # test (permanent failures alone would open a breaker that wrongly counted them) in every run,
     # while e-mail still delivers those recipients' notifications.
     provider_faults = {"down": ["push"], "permanent": {"sms": 0.1}}
+    exercises = DEAD_EVERYWHERE + (("preference_respected", "the breaker skip push while it is down",
+                                    push_skipped_while_down),)
 
 
 @scenario
@@ -221,14 +275,61 @@ class NotificationsAckLost(NotificationsPeak):
     name = "notifications-ack-lost"
     description = "Case N fault: 5% of provider calls deliver but their answer is lost"
     provider_faults = {"ack_lost": 0.05}
+    exercises = DEAD_EVERYWHERE + (("one_delivery_per_event", "a lost answer met by a retry", lost_answer_met_a_retry),)
 
 
 @scenario
 class NotificationsReminderFlood(NotificationsPeak):
+    """Reminders at twice the delivery capacity the target showed just before, beside a 2% trickle
+    of urgent notifications: the backlog grows, and each urgent one must overtake it.
+
+    The providers answer in :attr:`FLOOD_LATENCY` s (a slow gateway), so delivery, not the
+    accept path, is what saturates. Setup measures the capacity first (a burst of reminders, the
+    rate their first calls reached the providers), then sizes the flood from it; if the
+    generator cannot offer the flood, or the backlog never forms, the priority check says it
+    was not exercised (INCONCLUSIVE), never PASS.
+    """
+
     name = "notifications-reminder-flood"
-    description = "Case N fault: reminders at 3x the peak beside a 2% trickle of urgent notifications"
+    description = "Case N fault: reminders at 2x the measured delivery capacity beside a 2% trickle of urgent"
     urgent_share = 0.02
-    rate_factor = 3.0
+    saturates = True
+    FLOOD_LATENCY = 0.2
+    PROBE = 300  # reminders in the capacity burst
+    provider_faults = {"latency": FLOOD_LATENCY}
+
+    def setup(self) -> dict[str, Any]:
+        if self.provider_url:
+            self.capacity = self.measure_delivery_capacity()
+            if self.capacity:  # twice the capacity, but no more than the generator was given (3x the scaled peak)
+                self.set_rate(min(2 * self.capacity, 3 * PEAK * self.options.scale))
+        return super().setup()
+
+    def measure_delivery_capacity(self) -> float:
+        """Deliveries/s the target reaches with the providers as slow as in the flood: a burst of
+        reminders sent by 50 clients at once, timed by their first calls in the providers' record."""
+        d = self._driver()
+        d.provider_config(**self.provider_faults)
+        tag = "cap" + uuid.uuid4().hex[:6]
+        people = peak_minute(30, self.options.seed + 1)
+        for rid, channels, addresses, _ in people:
+            d.put_recipient(f"{tag}-{rid}", channels, {k: f"{tag}{v}" for k, v in addresses.items()})
+        pool = gevent.pool.Pool(50)
+        pool.map(lambda i: d.notify(f"{tag}-ev{i}", f"{tag}-{people[i % len(people)][0]}", "reminder", "Kapasite",
+                                    "capacity probe", process="capacity"), range(self.PROBE))
+        deadline = time.time() + 60
+        firsts: dict[str, float] = {}
+        while time.time() < deadline:
+            for c in d.provider_calls():
+                if c["event_id"].startswith(tag):
+                    firsts.setdefault(c["event_id"], c["at"])
+            if len(firsts) >= self.PROBE:
+                break
+            gevent.sleep(0.5)
+        if len(firsts) < 20:
+            return 0.0
+        times = sorted(firsts.values())
+        return round(len(times) / max(1e-3, times[-1] - times[0]), 1)
 
 
 @scenario

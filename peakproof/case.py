@@ -51,10 +51,28 @@ class Case:
         return self.scenarios + (self.faults if faults else ())
 
 
+def _notifications_rules(args: argparse.Namespace) -> dict[str, object]:
+    """The target's delivery rules for this run: as given, else the seed's with its 30 s rounds and
+    10 s cool-down shrunk like the scenario's time (what the embedded reference is served with)."""
+    ts = args.time_scale or 24.0
+    given = {k: getattr(args, k, None) for k in ("budget", "backoff", "breaker_window", "breaker_min_failures",
+                                                   "breaker_cool_down", "answer_timeout")}
+    defaults = {"backoff": 30.0 / ts, "breaker_cool_down": max(1.0, 10.0 / ts)}
+    return {k: v if v is not None else defaults.get(k) for k, v in given.items()}
+
+
+def _rules_flags(args: argparse.Namespace) -> list[str]:
+    flags = {"budget": "--budget", "backoff": "--backoff", "breaker_window": "--breaker-window",
+             "breaker_min_failures": "--breaker-failures", "breaker_cool_down": "--breaker-cool-down",
+             "answer_timeout": "--answer-timeout"}
+    return [x for k, v in _notifications_rules(args).items() if v is not None for x in (flags[k], str(v))]
+
+
 def _notifications_served(args: argparse.Namespace) -> dict[str, object]:
-    # the seed's 30 s rounds, shrunk like the scenario's
-    return {"provider_url": args.provider_url, "backoff": 30.0 / args.time_scale,
-            "breaker_cool_down": max(1.0, 10.0 / args.time_scale)}
+    r = _notifications_rules(args)
+    return {"provider_url": args.provider_url, "backoff": r["backoff"], "breaker_cool_down": r["breaker_cool_down"],
+            "budget": r["budget"], "breaker_window": r["breaker_window"],
+            "breaker_failures": r["breaker_min_failures"], "call_timeout": r["answer_timeout"]}
 
 
 def _with_duration(args: argparse.Namespace) -> list[str]:
@@ -62,11 +80,11 @@ def _with_duration(args: argparse.Namespace) -> list[str]:
 
 
 def _notifications_load(args: argparse.Namespace) -> list[str]:
-    return ["--provider-url", args.provider_url, "--duration", str(args.duration)]
+    return ["--provider-url", args.provider_url, "--duration", str(args.duration), *_rules_flags(args)]
 
 
 def _notifications_properties(args: argparse.Namespace) -> list[str]:
-    return ["--provider-url", args.provider_url] if args.provider_url else []
+    return (["--provider-url", args.provider_url] if args.provider_url else []) + _rules_flags(args)
 
 
 def _tickets_seed_opening(args: argparse.Namespace) -> tuple[str, list[Any], str]:
@@ -102,7 +120,8 @@ def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> Non
                          "Start them with 'peakproof serve providers --port 8001' and pass "
                          "--provider-url http://127.0.0.1:8001.")
     serve(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff, workers=args.threads,
-          call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down)
+          call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down, budget=args.budget,
+          breaker_window=args.breaker_window, breaker_failures=args.breaker_failures)
 
 
 def feed_seed_threshold() -> int:

@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--call-timeout", type=_positive(float), default=2.0, help="notifications: provider call timeout")
     s.add_argument("--breaker-cool-down", type=_positive(float), default=10.0, help="notifications: s a breaker "
                                                                                     "stays open before a probe")
+    s.add_argument("--breaker-window", type=_positive(int), default=200,
+                   help="notifications: a channel's breaker looks at its last N calls")
+    s.add_argument("--breaker-failures", type=_positive(int), default=24,
+                   help="notifications: transient failures in that window that open the breaker")
+    s.add_argument("--budget", type=_positive(int), default=3, help="notifications: provider calls per notification "
+                                                                     "(BI8)")
     s.add_argument("--threshold", type=int, default=None,
                    help="feed: followers above which posts are merged at read time (default: the seed's rule at "
                         "full scale, window x spare capacity = 169,691)")
@@ -111,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="notifications, feed: seconds of peak arrivals (the seed's peak minute is 60)")
     r.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
                    help="notifications: the providers' base URL (default: start the simulator)")
+    from .cases.notifications.checks import DeliveryRules
+
+    for flag, name, kind, text in DeliveryRules.OPTIONS:  # the target's rules: served so, judged so, reported
+        r.add_argument(flag, dest=name, type=_positive(kind) if name != "answer_timeout" else kind, default=None,
+                       help=f"notifications: {text}")
     r.add_argument("--faults", action="store_true",
                    help="also run the fault scenarios (notifications: push down, ack lost, reminder flood; feed: "
                         "slowed fan-out consumer, inbox shard down)")

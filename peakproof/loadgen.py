@@ -654,6 +654,7 @@ def _judge(eng: Engine) -> None:
         load, load_charts, load_details = _offered_load(eng, history, thresholds)
         slos = undecide_when_behind(slos, load[0])
     finished = time.time()
+    _draw_faults(load_charts + charts, history, eng.started_wall)
     locust_html = getattr(opts, "html_file", None)
     if locust_html:  # a link relative to the report, which lives in --report-dir
         import os
@@ -705,6 +706,22 @@ def _summary(report: RunReport, path: Any) -> str:
         for r in group:
             lines.append("  " + r.line())
     return "\n".join(lines)
+
+
+def _draw_faults(charts: list[Chart], history: History, t0: float) -> None:
+    """Every fault the nemesis put in force, drawn on every chart over run time (fault windows)."""
+    from . import nemesis
+
+    spans = [(w["start"], w["end"], w["fault"] + (f" {_brief(w['params'])}" if w["params"] else ""))
+             for w in nemesis.windows(history.ops, t0)]
+    for chart in charts:
+        if chart.x_label.startswith("seconds since"):
+            chart.faults = spans
+
+
+def _brief(params: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _offered_load(eng: Engine, history: History, thresholds: list[Any] = ()) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:

@@ -61,8 +61,12 @@ def _options(parser: Any) -> None:
                    help="length of constant-rate scenarios, s (tickets-sold-out: 10; notifications: 60; feed: 30)")
     g.add_argument("--provider-url", env_var="PEAKPROOF_PROVIDER_URL", default=None,
                    help="notifications: the providers' base URL (their record is the ground truth)")
-    g.add_argument("--backoff", env_var="PEAKPROOF_BACKOFF", type=float, default=None,
-                   help="notifications: the target's s between rounds (default 30 / --time-scale)")
+    from .cases.notifications.checks import DeliveryRules
+
+    for flag, name, kind, text in DeliveryRules.OPTIONS:  # the target's own rules, which the checks judge by
+        more = " (default 30 / --time-scale)" if name == "backoff" else ""
+        g.add_argument(flag, dest=name, env_var="PEAKPROOF_" + flag[2:].upper().replace("-", "_"), type=kind,
+                       default=None, help=f"notifications: {text}{more}")
     g.add_argument("--consumer-share", env_var="PEAKPROOF_CONSUMER_SHARE", type=float, default=None,
                    help="feed-slow-consumer: the consumers' rate as a share of the write work (default the seed's "
                         "1,000 of 1,247.71 writes/s)")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 from .history import FAIL, OK, History, Op
 
 NEMESIS = "nemesis"
+ALL = "all"  # lift(history, ALL, ...) ends every fault in force
 
 
 def inject(history: History, fault: str, apply: Callable[[], bool], **params: Any) -> Op:
@@ -38,7 +39,7 @@ def windows(ops: Iterable[Op], t0: float = 0.0) -> list[dict[str, Any]]:
     """Each fault's window: {fault, params, start, end (None: still in force)} in seconds from ``t0``.
 
     A fault ends at the next ``fault_end`` of the same name and parameters, or of the same
-    name with no parameters (lifting every instance), or at a later start of the same name
+    name with no parameters (lifting every instance), or of :data:`ALL`, or at a later start of the same name
     and parameters (a fault re-configured)."""
     out: list[dict[str, Any]] = []
     open_: dict[tuple[str, str], dict[str, Any]] = {}
@@ -54,6 +55,6 @@ def windows(ops: Iterable[Op], t0: float = 0.0) -> list[dict[str, Any]]:
             open_[key] = w
             out.append(w)
         else:
-            for k in [k for k in open_ if k == key or (k[0] == fault and not params)]:
+            for k in [k for k in open_ if k == key or (k[0] == fault and not params) or fault == ALL]:
                 open_.pop(k)["end"] = at
     return out

@@ -40,7 +40,7 @@ class Target:
     admin_token: str | None = None
     provider_url: str | None = None
     driver_spec: str | None = None  # module:Class of the user's own driver (built with base_url=url)
-    answer_timeout: float = 2.0  # notifications: how long the target waits for a provider's answer
+    delivery_rules: Any = None  # notifications: the target's DeliveryRules (budget, breaker, answer timeout)
     in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
 
     @property
@@ -76,8 +76,16 @@ def target_from_options(case: str, config: pytest.Config) -> Target:
             pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
                         f"{CASE_PATHS[case]} (or one with no case path)")
     policy = opt("--policy") if case == "tickets" else None
+    rules = None
+    if case == "notifications":
+        from .cases.notifications import DeliveryRules
+
+        try:
+            rules = DeliveryRules.from_options(lambda name: getattr(config.option, name, None))
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
     return Target(case, url, policy, opt("--admin-token"), opt("--provider-url"),
-                  opt("--driver") if case == "tickets" else None, answer_timeout=opt("--answer-timeout"))
+                  opt("--driver") if case == "tickets" else None, delivery_rules=rules)
 
 
 @pytest.fixture(scope="session")

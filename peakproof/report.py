@@ -28,6 +28,8 @@ class Chart:
     series: dict[str, list[tuple[float, float]]]
     x_label: str = "seconds since start"
     note: str = ""
+    # the nemesis's fault windows on the same axis: (start, end or None = to the end, label)
+    faults: list[tuple[float, float | None, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -230,6 +232,13 @@ def svg_chart(chart: Chart, width: int = 980, height: int = 260) -> str:
     out.append(f"<text x='{left + w / 2}' y='{height - 4}' text-anchor='middle'>{html.escape(chart.x_label)}</text>")
     out.append(f"<text x='12' y='{top + h / 2}' transform='rotate(-90 12 {top + h / 2})' text-anchor='middle'>"
                f"{html.escape(chart.y_label)}</text>")
+    for k, (start, end, label) in enumerate(chart.faults):  # shaded under the series, labelled at the top
+        a, b = max(x0, start), min(x1, x1 if end is None else end)
+        if b < a:
+            continue
+        out.append(f"<rect x='{sx(a):.1f}' y='{top}' width='{max(1.0, sx(b) - sx(a)):.1f}' height='{h}' "
+                   f"fill='#f3c7c7' fill-opacity='0.45'><title>{html.escape(label)}</title></rect>"
+                   f"<text x='{sx(a) + 3:.1f}' y='{top + 11 + 11 * (k % 3)}' fill='#a33'>{html.escape(label)}</text>")
     for i, (name, series) in enumerate(chart.series.items()):
         color = PALETTE[i % len(PALETTE)]
         if series:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from peakproof.cases.notifications import InProcessNotifications, NotificationsAnalysis, check_notifications, \
-    peak_minute, urgent_mean_latency
+from peakproof.cases.notifications import (IN_VIRTUAL_TIME, InProcessNotifications, NotificationsAnalysis,
+                                           check_notifications, peak_minute, urgent_mean_latency,
+                                           urgent_overtakes_reminder_backlog)
 from peakproof.providers import ProviderConfig
 from targets.notifications import BreakerConfig
 from targets.notifications import formatting as fm
@@ -26,7 +29,8 @@ def run_peak(n: int, *, policy: str = "cascade", providers: ProviderConfig | Non
     d.advance(200)  # every round (30 s apart) done
     calls = d.provider_calls()
     # the in-process driver tells the core each outcome at once: no answer timeout to wait for
-    results = {r.name: r for r in check_notifications(d.history, calls, answer_timeout=0.0, answer_latency=0.0)}
+    results = {r.name: r for r in check_notifications(d.history, calls, rules=IN_VIRTUAL_TIME, answer_latency=0.0,
+                                                      saturated=False)}
     results["urgent"] = urgent_mean_latency(NotificationsAnalysis(d.history, calls))
     print(f"\n{policy} {providers.down if providers else ''}: " + "; ".join(
         f"{k} {r.actual_limit()[0]}"
@@ -113,3 +117,36 @@ def test_push_payloads_fit_4096_bytes_whatever_the_text() -> None:
     import json
 
     assert len(json.dumps(m, ensure_ascii=False).encode()) <= 4096 and len(m["title"]) <= 100
+
+
+def _flood(urgent_called_after: int, backlog: int = 60) -> Any:
+    """``backlog`` reminders for one recipient accepted at once, then an urgent one; the providers'
+    record calls the urgent one after ``urgent_called_after`` of the reminders (one worker, 10 ms a call)."""
+    from peakproof.history import HandHistory
+
+    h = HandHistory()
+    h.at(0.0).ok("put_recipient", {"recipient_id": "r", "channels": ["sms"], "addresses": {"phone": "+90"}})
+    for i in range(backlog):
+        h.at(0.001 * i).ok("notify", {"event_id": f"rem{i}", "recipient_id": "r", "priority": "reminder"},
+                           {"notification_id": f"n{i}"})
+    h.at(0.5).ok("notify", {"event_id": "code", "recipient_id": "r", "priority": "urgent"}, {"notification_id": "u"})
+    order = [f"rem{i}" for i in range(backlog)]
+    order.insert(urgent_called_after, "code")
+    calls = [{"channel": "sms", "event_id": e, "recipient_id": "r", "at": 1.0 + 0.01 * k, "outcome": "ok",
+              "latency": 0.01, "idempotency_key": f"{e}/r", "message": {}} for k, e in enumerate(order)]
+    return urgent_overtakes_reminder_backlog(NotificationsAnalysis(h.history, calls))
+
+
+def test_an_urgent_notification_that_queues_behind_the_whole_reminder_backlog_breaks_priority() -> None:
+    r = _flood(urgent_called_after=60)
+    assert r.valid is False and r.chances == 1 and "waited behind 60 of the 60" in r.first_violation
+
+
+def test_an_urgent_notification_that_overtakes_the_backlog_keeps_priority() -> None:
+    r = _flood(urgent_called_after=3)  # a few already held by the target's workers: allowed
+    assert r.valid is True and r.chances == 1
+
+
+def test_a_backlog_too_short_to_matter_leaves_priority_unexercised() -> None:
+    r = _flood(urgent_called_after=10, backlog=10)  # within what any target may hold: no chance
+    assert r.valid == "unknown" and r.chances == 0

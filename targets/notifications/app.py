@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,12 @@ def notification_json(n: Any) -> dict[str, Any]:
 
 
 class Dispatcher(BackgroundLoop):
-    """Moves due calls from the core to the channels' bulkheads and their outcomes back."""
+    """Moves due calls from the core to the channels' bulkheads and their outcomes back.
+
+    A bulkhead is a channel's workers and two lanes (urgent, reminder) they pull from, urgent
+    first, the moment they are free: priority holds all the way to the provider. The lanes are
+    short (a worker's worth each), so most waiting happens in the core's priority queue.
+    """
 
     def __init__(self, core: NotificationsCore, provider_url: str, *, workers: int = 32,
                  call_timeout: float = 2.0) -> None:
@@ -47,23 +52,48 @@ class Dispatcher(BackgroundLoop):
         self.call_timeout = call_timeout
         self._requests = requests
         sizes = {c: max(2, round(workers * SHARES[c])) for c in CHANNELS}
-        self.pools = {c: ThreadPoolExecutor(sizes[c], thread_name_prefix=f"bulkhead-{c}") for c in CHANNELS}
         self.capacity = sizes
-        self.in_flight = {c: 0 for c in CHANNELS}
+        self.in_flight = {c: 0 for c in CHANNELS}  # handed to the bulkhead: in a lane or on a worker
         self.outcomes: dict[str, dict[str, int]] = {c: {} for c in CHANNELS}
         self._count = threading.Lock()
         self._local = threading.local()
+        self._lanes: dict[str, dict[str, deque[Call]]] = {c: {"urgent": deque(), "reminder": deque()}
+                                                          for c in CHANNELS}
+        self._ready = {c: threading.Condition(self._count) for c in CHANNELS}
+        self._workers = [threading.Thread(target=self._work, args=(c,), name=f"bulkhead-{c}-{i}", daemon=True)
+                         for c in CHANNELS for i in range(sizes[c])]
+        for t in self._workers:
+            t.start()
 
     def _close(self) -> None:
-        for pool in self.pools.values():
-            pool.shutdown(wait=False, cancel_futures=True)
+        with self._count:
+            for cond in self._ready.values():
+                cond.notify_all()
 
     def _room(self, channel: str) -> bool:
         with self._count:
-            if self.in_flight[channel] >= self.capacity[channel] * 4:  # a short queue per worker, no more
+            # as many waiting as running, no more: a deeper buffer behind the priority decision
+            # would make an urgent call wait behind every reminder already handed over
+            if self.in_flight[channel] >= self.capacity[channel] * 2:
                 return False
             self.in_flight[channel] += 1
             return True
+
+    def _hand_over(self, call: Call) -> None:
+        with self._count:
+            self._lanes[call.channel]["urgent" if call.priority == "urgent" else "reminder"].append(call)
+            self._ready[call.channel].notify()
+
+    def _work(self, channel: str) -> None:
+        lanes, ready = self._lanes[channel], self._ready[channel]
+        while not self._stop.is_set():
+            with self._count:
+                while not (lanes["urgent"] or lanes["reminder"]) and not self._stop.is_set():
+                    ready.wait(0.5)
+                if self._stop.is_set():
+                    return
+                call = (lanes["urgent"] or lanes["reminder"]).popleft()
+            self._call(call)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -74,7 +104,7 @@ class Dispatcher(BackgroundLoop):
                 calls = []
                 self._stop.wait(0.05)
             for call in calls:
-                self.pools[call.channel].submit(self._call, call)
+                self._hand_over(call)
             if not calls:
                 nxt = self.core.next_due()
                 wait = 0.05 if nxt is None else min(0.05, max(0.0, nxt - time.time()))

@@ -135,19 +135,24 @@ class Breaker:
         self.transitions: list[tuple[float, str]] = []
 
     def allows(self, now: float) -> bool:
+        """Would a call go through now? (Reserves nothing: :meth:`admit` does, once the call is made.)"""
         if self.state == "open" and now >= self.open_until:
             self._set("half-open", now)
             self.probe_out = False
-        if self.state == "closed":
-            return True
-        if self.state == "half-open" and not self.probe_out:
+        return self.state == "closed" or (self.state == "half-open" and not self.probe_out)
+
+    def admit(self, now: float) -> None:
+        """A call is being made: in half-open state it is the one probe. Reserving the probe only
+        here matters: a probe reserved for a call that a full bulkhead then held back would never
+        come back, and the channel would be skipped for good."""
+        if self.state == "half-open":
             self.probe_out = True
-            return True
-        return False
 
     def record(self, outcome: str, now: float) -> None:
-        if outcome == "permanent":
+        if outcome == "permanent" and self.state != "half-open":
             return  # about the recipient's address, not the channel's health
+        # (a probe answered "permanent": the channel is up and answering, only that address is
+        # bad; ignoring it would leave the probe out for good and the channel skipped for good)
         failed = outcome in ("transient", "unknown")
         if self.state == "half-open":
             self.probe_out = False
@@ -269,6 +274,7 @@ class NotificationsCore:
                         held_back.append(item)  # that channel's bulkhead is full; the others go on
                         continue
                     for channel in picked:
+                        self.breakers[channel].admit(now)
                         calls.append(self._call(n, channel, now))
                     n.status = "sending"
                     self.store.save(n)

@@ -11,9 +11,10 @@ from .store import SqliteStore
 
 
 def build_app(db: str | Path, provider_url: str, *, policy: str = "cascade", backoff: float = 30.0,
-              workers: int = 32, call_timeout: float = 2.0, breaker_cool_down: float = 10.0) -> NotificationsApp:
-    core = NotificationsCore(SqliteStore(db), time.time, policy=policy, backoff=backoff,
-                             breaker=BreakerConfig(cool_down=breaker_cool_down))
+              workers: int = 32, call_timeout: float = 2.0, breaker_cool_down: float = 10.0, budget: int = 3,
+              breaker_window: int = 200, breaker_failures: int = 24) -> NotificationsApp:
+    core = NotificationsCore(SqliteStore(db), time.time, policy=policy, backoff=backoff, budget=budget,
+                             breaker=BreakerConfig(breaker_window, breaker_failures, breaker_cool_down))
     dispatcher = Dispatcher(core, provider_url, workers=workers, call_timeout=call_timeout).start()
     return NotificationsApp(core, dispatcher)
 

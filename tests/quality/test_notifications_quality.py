@@ -6,7 +6,7 @@ import pytest
 
 from typing import Any
 
-from peakproof.cases.notifications import InProcessNotifications, check_notifications, peak_minute
+from peakproof.cases.notifications import IN_VIRTUAL_TIME as VIRTUAL, InProcessNotifications, check_notifications, peak_minute
 from peakproof.checks import CheckResult
 from peakproof.providers import ProviderConfig
 from targets.notifications import core as ncore
@@ -64,7 +64,7 @@ def run_and_read(n: int, *, providers: ProviderConfig | None = None) -> dict[str
         d.advance(wait)
         for nid in ids:
             d.get_notification(nid, process="reader")
-    return {r.name: r for r in check_notifications(d.history, d.provider_calls(), answer_timeout=0.0,
+    return {r.name: r for r in check_notifications(d.history, d.provider_calls(), rules=VIRTUAL,
                                                    answer_latency=0.0)}
 
 

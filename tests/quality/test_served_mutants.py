@@ -103,31 +103,41 @@ def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tm
 
 # -- notifications: the URL properties with the nemesis on -----------------------------------------
 
-NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0)  # short rounds: real time
+# Short rounds (real time) and a small breaker, so a property run meets every rule of the cascade;
+# the properties are told the same rules, as a user tells them about their own service.
+NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0, breaker_window=20,
+                            breaker_failures=4)
+NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker-window", "20",
+                       "--breaker-failures", "4", "--breaker-cool-down", "1")
 
 
-@pytest.mark.parametrize("mutant, caught_by", [
-    ("notifications-new-key-per-call", "one_delivery_per_event"),
-    ("notifications-retries-a-dead-channel", "no_retry_after_permanent_on_same_channel"),
-    ("notifications-budget-of-six", "attempt_budget_respected"),
-])
-def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(mutant: str,
-                                                                                      caught_by: str) -> None:
+def notifications_properties(mutant: str | None) -> tuple[int, str]:
     from peakproof.launch import ServedTarget
 
     with ServedTarget("providers", latency=0.02) as providers, \
-            served(mutant, provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
-        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
-                                       "--answer-timeout", str(NOTIFICATIONS_SERVED["call_timeout"]))
+            (served(mutant, provider_url=providers.base, **NOTIFICATIONS_SERVED) if mutant else
+             ServedTarget("notifications", provider_url=providers.base, **NOTIFICATIONS_SERVED)) as t:
+        return properties_against(t.url, "notifications", "--provider-url", providers.base, *NOTIFICATIONS_RULES)
+
+
+# The eight service bugs of issue 12, each caught by the URL properties alone (ci profile).
+@pytest.mark.parametrize("mutant, caught_by", [
+    ("notifications-resends-replays", "one_delivery_per_event"),
+    ("notifications-ignores-preference", "preference_respected"),
+    ("notifications-claims-delivered", "status_matches_providers"),
+    ("notifications-new-key-per-call", "one_delivery_per_event"),
+    ("notifications-retries-a-dead-channel", "no_retry_after_permanent_on_same_channel"),
+    ("notifications-breaker-counts-permanent", "breaker_counts_only_transient"),
+    ("notifications-budget-of-six", "attempt_budget_respected"),
+    ("notifications-one-fifo", "urgent_overtakes_reminder_backlog"),
+])
+def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(mutant: str,
+                                                                                      caught_by: str) -> None:
+    code, out = notifications_properties(mutant)
     assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
     print(f"\n{mutant} -> {caught_by}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 
 
 def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on() -> None:
-    from peakproof.launch import ServedTarget
-
-    with ServedTarget("providers", latency=0.02) as providers, \
-            ServedTarget("notifications", provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
-        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
-                                       "--answer-timeout", str(NOTIFICATIONS_SERVED["call_timeout"]))
+    code, out = notifications_properties(None)
     assert code == 0 and "1 passed" in out, out[-3000:]

@@ -137,6 +137,83 @@ def notifications_budget_of_six() -> None:
     NotificationsCore.__init__ = init  # type: ignore[method-assign]
 
 
+def notifications_resends_replays() -> None:
+    """A replay of (event, recipient) answers with the first notification, as the contract says, but
+    is queued again as a message of its own (its own idempotency key): the recipient hears twice."""
+    from dataclasses import replace as _replace
+
+    from targets.notifications.core import Notification, NotificationsCore
+
+    accept, call = NotificationsCore.accept, NotificationsCore._call
+
+    def accept_again(self: NotificationsCore, event_id: str, recipient_id: str, *args: Any) -> Any:
+        n, created = accept(self, event_id, recipient_id, *args)
+        if not created:  # "a new request is a new message"
+            copy, _ = accept(self, f"{event_id}#replay{self._new_id()[:6]}", recipient_id, *args)
+            assert isinstance(copy, Notification)
+        return n, created
+
+    def same_event(self: NotificationsCore, n: Any, channel: str, now: float) -> Any:
+        c = call(self, n, channel, now)
+        return _replace(c, event_id=c.event_id.split("#replay")[0])  # the provider sees the same event
+
+    NotificationsCore.accept = accept_again  # type: ignore[method-assign]
+    NotificationsCore._call = same_event  # type: ignore[method-assign]
+
+
+def notifications_ignores_preference() -> None:
+    """The cascade always starts at push, then SMS, then e-mail, whatever the recipient prefers."""
+    from targets.notifications.core import CHANNELS, Recipient
+    from targets.notifications.store import SqliteStore
+
+    load = SqliteStore.load_recipient
+
+    def fixed_order(self: SqliteStore, recipient_id: str) -> Any:
+        r = load(self, recipient_id)
+        return r and Recipient(r.recipient_id, tuple(c for c in CHANNELS if c in r.channels), r.addresses)
+
+    SqliteStore.load_recipient = fixed_order  # type: ignore[method-assign]
+
+
+def notifications_claims_delivered() -> None:
+    """A provider's 503 ("unavailable, try again") is taken for a delivery: the status says
+    delivered, no provider delivered it, and it is never retried."""
+    from targets.notifications.core import NotificationsCore
+
+    complete = NotificationsCore.complete
+
+    def optimistic(self: NotificationsCore, call: Any, outcome: str, now: float | None = None) -> Any:
+        return complete(self, call, "ok" if outcome == "transient" else outcome, now)  # type: ignore[arg-type]
+
+    NotificationsCore.complete = optimistic  # type: ignore[method-assign]
+
+
+def notifications_breaker_counts_permanent() -> None:
+    """The breaker counts a dead address's permanent failures as the channel's: a few bad numbers
+    open SMS for everyone."""
+    from targets.notifications.core import Breaker
+
+    record = Breaker.record
+
+    def counts_everything(self: Breaker, outcome: str, now: float) -> None:
+        record(self, "transient" if outcome == "permanent" else outcome, now)
+
+    Breaker.record = counts_everything  # type: ignore[method-assign]
+
+
+def notifications_one_fifo() -> None:
+    """One queue for every priority, first come first served: an urgent code waits behind every
+    reminder accepted before it."""
+    import heapq
+
+    from targets.notifications.core import NotificationsCore
+
+    def enqueue(self: NotificationsCore, n: Any, due: float) -> None:
+        heapq.heappush(self._queues["reminder"], (due, next(self._seq), n.notification_id))
+
+    NotificationsCore._enqueue = enqueue  # type: ignore[method-assign]
+
+
 def http_semantics(times: str = "rfc3339") -> Callable[[], None]:
     """Not a mutant: a variant that keeps every promise and answers the way HTTP allows where the
     reference chose otherwise: 201 Created to a PUT, 204 No Content (no body) to a DELETE, an
@@ -212,6 +289,11 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "notifications-new-key-per-call": ("notifications", notifications_new_key_per_call),
     "notifications-retries-a-dead-channel": ("notifications", notifications_retries_a_dead_channel),
     "notifications-budget-of-six": ("notifications", notifications_budget_of_six),
+    "notifications-resends-replays": ("notifications", notifications_resends_replays),
+    "notifications-ignores-preference": ("notifications", notifications_ignores_preference),
+    "notifications-claims-delivered": ("notifications", notifications_claims_delivered),
+    "notifications-breaker-counts-permanent": ("notifications", notifications_breaker_counts_permanent),
+    "notifications-one-fifo": ("notifications", notifications_one_fifo),
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
     "feed-http-semantics": ("feed", http_semantics()),

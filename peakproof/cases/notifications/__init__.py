@@ -1,15 +1,17 @@
 """Case N, notifications: ``driver`` (the protocol and its drivers), ``workload`` (the peak
-minute), ``checks`` (the nine invariants and the urgent-latency SLO over one
+minute), ``checks`` (the ten invariants and the urgent-latency SLO over one
 :class:`NotificationsAnalysis`)."""
 
-from .checks import (NOTIFICATIONS_CHECKS, NotificationsAnalysis, check_notifications, delivery_ratio_at_least,
-                     urgent_mean_latency)
+from .checks import (IN_VIRTUAL_TIME, NOTIFICATIONS_CHECKS, SATURATION_CHECKS, DeliveryRules, NotificationsAnalysis,
+                     check_notifications, delivery_ratio_at_least, urgent_mean_latency,
+                     urgent_overtakes_reminder_backlog)
 from .driver import HttpNotifications, InProcessNotifications, NotificationsDriver, notification_json
 from .workload import PeakMinute, peak_minute
 
 __all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "notification_json",
            "PeakMinute", "peak_minute", "NOTIFICATIONS_CHECKS", "NotificationsAnalysis", "check_notifications",
-           "delivery_ratio_at_least", "urgent_mean_latency"]
+           "delivery_ratio_at_least", "urgent_mean_latency", "DeliveryRules", "IN_VIRTUAL_TIME", "SATURATION_CHECKS",
+           "urgent_overtakes_reminder_backlog"]
 
 # what the property fixtures build (peakproof.pytest_plugin.Target)
 PROTOCOL, IN_PROCESS, OVER_HTTP = NotificationsDriver, InProcessNotifications, HttpNotifications

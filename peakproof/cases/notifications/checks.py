@@ -10,8 +10,10 @@ notification with status, channel, attempts).
 
 from __future__ import annotations
 
+import bisect
 import html
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from ...checks import CheckResult, Measure, Violations
@@ -21,11 +23,77 @@ from ... import providers as pv
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 
 
+@dataclass(frozen=True)
+class DeliveryRules:
+    """What the target under test does about delivery, as its owner states it; the checks judge
+    against these, never against the reference's insides. The defaults are the seed's (BI8, BI9)
+    and the reference target's (breaker, answer timeout).
+
+    Every field is an option of the properties (``pytest --budget ...``), of the load
+    (``locust ... --budget ...``) and of ``peakproof run``, and the report shows them.
+    """
+
+    budget: int = 3  # provider calls per notification (BI8)
+    backoff: float = 30.0  # s between rounds (BI9): how long a cascade may take to finish
+    breaker_window: int = 200  # a channel's breaker looks at its last N calls...
+    breaker_min_failures: int = 24  # ...and opens at this many transient failures among them
+    breaker_cool_down: float = 10.0  # s an open breaker waits before a probe (a failed probe reopens it)
+    answer_timeout: float = 2.0  # s the target waits for a provider's answer before "unknown"
+
+    # flag, field, type, help (the defaults are the fields')
+    OPTIONS = (
+        ("--budget", "budget", int, "provider calls your target spends per notification at most (BI8: 3)"),
+        ("--backoff", "backoff", float, "s your target waits between rounds (BI9: 30; the reference's --backoff)"),
+        ("--breaker-window", "breaker_window", int, "calls your target's per-channel breaker looks back over (200)"),
+        ("--breaker-failures", "breaker_min_failures", int,
+         "transient failures in that window that open your target's breaker (24)"),
+        ("--breaker-cool-down", "breaker_cool_down", float,
+         "s your target's open breaker waits before a probe (10; the reference's --breaker-cool-down)"),
+        ("--answer-timeout", "answer_timeout", float,
+         "s your target waits for a provider's answer before it counts the outcome unknown (the reference's "
+         "--call-timeout, 2); slower answers were never heard"),
+    )
+
+    def __post_init__(self) -> None:
+        for flag, name, kind, _ in self.OPTIONS:
+            v = getattr(self, name)
+            floor_ok = v >= 0 if name == "answer_timeout" else v > 0  # 0: virtual time, given up on at once
+            if not isinstance(v, (int, float)) or not floor_ok or (kind is int and int(v) != v):
+                raise ValueError(f"{flag} must be a positive {'whole number' if kind is int else 'number'}; "
+                                 f"got {v!r}")
+        if self.breaker_min_failures > self.breaker_window:
+            raise ValueError(f"--breaker-failures ({self.breaker_min_failures}) cannot exceed --breaker-window "
+                             f"({self.breaker_window}): the breaker could never open")
+
+    @classmethod
+    def from_options(cls, get: Any) -> "DeliveryRules":
+        """From parsed options: ``get(field)`` returns the value or None (then the default stands)."""
+        given = {name: kind(get(name)) for _, name, kind, _ in cls.OPTIONS if get(name) is not None}
+        return cls(**given)
+
+    def judging(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`NotificationsAnalysis` these rules set."""
+        d = asdict(self)
+        d.pop("backoff")
+        return d
+
+    def describe(self) -> dict[str, Any]:
+        return {"attempt budget": self.budget, "backoff (s)": self.backoff,
+                "breaker": f"{self.breaker_min_failures} transient failures in the last {self.breaker_window} calls, "
+                           f"{self.breaker_cool_down:g} s open before a probe",
+                "answer timeout (s)": self.answer_timeout}
+
+
+# In process, in virtual time: the driver tells the core every outcome at once, a lost answer is
+# given up on at once (no answer timeout to wait for).
+IN_VIRTUAL_TIME = DeliveryRules(answer_timeout=0.0)
+
+
 class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
                  breaker_window: int = 200, breaker_min_failures: int = 24,
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
-                 answer_latency: float = 0.0) -> None:
+                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -36,6 +104,7 @@ class NotificationsAnalysis:
         self.calls = sorted(calls, key=lambda c: c["at"])
         self.budget = budget
         self.breaker_window, self.breaker_min_failures = breaker_window, breaker_min_failures
+        self.breaker_cool_down = breaker_cool_down
         # The window is rebuilt from provider-side times, the breaker counts completions (a
         # timeout completes seconds after its call arrived): judge with a 25% margin.
         self.suspicious_below = 0.75 * breaker_min_failures
@@ -57,11 +126,17 @@ class NotificationsAnalysis:
         self.answer_timeout = answer_timeout
 
         def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
-            return c["at"] + (answer_timeout if self.unheard(c) else answer_latency)
+            return c["at"] + (answer_timeout if self.unheard(c) else max(answer_latency, float(c.get("latency") or 0.0)))
 
         self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
+        self._failed_heard: dict[str, list[float]] = defaultdict(list)  # when the target heard each failure
+        self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
         for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
+            if c["outcome"] in ("transient", "ack_lost") or self.unheard(c):
+                self._failed_heard[ch].append(heard(c))
+            else:
+                self._answered[ch].append((c["at"], heard(c)))
             if c["outcome"] == "permanent" and not self.unheard(c):
                 self._permanent_seen[ch].append(heard(c))
                 continue  # the breaker's window holds calls that say something about the channel
@@ -74,6 +149,7 @@ class NotificationsAnalysis:
         for c in self.calls:
             if c["outcome"] in ("ok", "ack_lost"):
                 self.delivered[(c["event_id"], c["recipient_id"])].append(c)
+        self.faults = [op for op in self.ops if op.process == "nemesis"]
 
 
     def unheard(self, c: dict[str, Any]) -> bool:
@@ -156,7 +232,6 @@ def no_retry_after_permanent_on_same_channel(a: NotificationsAnalysis) -> CheckR
 def _window_before(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int, int]:
     """(calls, transient failures) among the channel's last ``breaker_window`` non-permanent calls
     before ``at``, and the permanent failures answered over the same stretch of time."""
-    import bisect
 
     times = a._times.get(channel, [])
     end = bisect.bisect_left(times, at)
@@ -172,13 +247,46 @@ def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
     return _window_before(a, channel, at)[1]
 
 
-def _probe_failed_before(a: NotificationsAnalysis, channel: str, at: float) -> bool:
-    """The channel's last call before ``at`` failed: a half-open breaker's failed probe
-    reopens it at once, whatever the window held (the window restarts when it opens)."""
-    import bisect
+DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's arrival, at most
 
-    i = bisect.bisect_left(a._times.get(channel, []), at)
-    return i > 0 and a._last_failed[channel][i - 1]
+
+def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
+    """Could the channel's breaker fairly be open (or probing) at ``at``? Yes unless calls were
+    answered on it just before; yes if no call answered
+    since its last failure (a breaker opens on a failure and only an answer closes it again, however
+    long the channel stays idle), if a call failed within the last cool-down (a failed probe
+    reopens it at once, whatever the window holds; calls the breaker does not govern, such as a
+    retry after a lost answer, can come between), or if at some moment of the last cool-down its
+    window held enough transient failures."""
+    # Evidence the breaker was letting calls through just then: two or more calls to the channel
+    # answered in the half second before. An open breaker lets none through, a probing one one
+    # (a target's own timeouts can open it on answers the record calls fine: without such
+    # evidence a skip is given the benefit of the doubt).
+    # The target decided before the call arrived (up to DECIDED_BEFORE s under load).
+    answered = a._answered.get(channel, [])
+    decided = at - DECIDED_BEFORE
+    recent = answered[bisect.bisect_left(answered, (decided - 0.5, 0.0)):bisect.bisect_left(answered, (decided, 0.0))]
+    if sum(1 for _, h in recent if h < decided) < 2:
+        return True
+    failures = a._failed_heard.get(channel, [])
+    i = bisect.bisect_left(failures, at)
+    if i:  # no answer since the last failure proved the channel back: an open or probing breaker may stand
+        since = failures[i - 1] + 0.25  # calls already on their way when it failed prove nothing
+        answered = a._answered.get(channel, [])
+        j = bisect.bisect_right(answered, (since, float("inf")))
+        if not any(h < at for arrived, h in answered[j:bisect.bisect_left(answered, (at, 0.0))]):
+            return True
+    times, cum = a._times.get(channel, []), a._transient_cum[channel]
+    # a quarter and 0.25 s of slack: the target opens and probes on its own clock, the record
+    # says when calls arrived, and a call travels between the two
+    lo = bisect.bisect_left(times, at - 1.25 * a.breaker_cool_down - 0.25)
+    hi = bisect.bisect_left(times, at)
+    if cum[hi] - cum[lo] > 0:
+        return True
+    for end in range(lo, hi + 1):  # the window as it stood after each heard call of the cool-down
+        if cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below:
+            return True
+    return False
 
 
 def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -203,7 +311,7 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
                 c for c in pv.CHANNELS if c in _addressed(r)]:
             v.add(f"event {key[0]!r}: called {first['channel']}, a channel {key[1]!r} has no address for", first)
         elif (first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.suspicious_below
-              and not _probe_failed_before(a, preferred, first["at"])):
+              and not _excused(a, preferred, first["at"])):
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
                   f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
@@ -233,7 +341,7 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
         skips += 1
         n_recent, transient, permanent = _window_before(a, preferred, first["at"])
         if (transient < a.suspicious_below and transient + permanent >= a.suspicious_below
-                and not _probe_failed_before(a, preferred, first["at"])):
+                and not _excused(a, preferred, first["at"])):
             v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
                   f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
                   first)
@@ -329,6 +437,96 @@ def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckRe
     return r
 
 
+class _Counter:
+    """Counts inserted values at or below a bound (a Fenwick tree over known values)."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.keys = sorted(set(values))
+        self.tree = [0] * (len(self.keys) + 1)
+
+    def add(self, v: float) -> None:
+        i = bisect.bisect_left(self.keys, v) + 1
+        while i < len(self.tree):
+            self.tree[i] += 1
+            i += i & -i
+
+    def at_most(self, v: float) -> int:
+        i, n = bisect.bisect_right(self.keys, v), 0
+        while i > 0:
+            n += self.tree[i]
+            i -= i & -i
+        return n
+
+
+def _peak_concurrency(calls: list[dict[str, Any]]) -> int:
+    """The most calls a channel had open at once, from the providers' record (arrival + latency)."""
+    edges = sorted([(c["at"], 1) for c in calls] + [(c["at"] + float(c.get("latency") or 0.0), -1) for c in calls],
+                   key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, d in edges:
+        now += d
+        most = max(most, now)
+    return most
+
+
+MIN_HELD = 16  # calls any target may hold after its priority decision, whatever its concurrency
+MIN_BACKLOG_BEYOND = 10  # reminders beyond that allowance before a backlog puts priority to the test
+
+
+def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
+    """Urgent before reminder: an urgent notification accepted while reminders wait for the same
+    channel goes out ahead of most of them, it does not queue behind the backlog (one FIFO).
+
+    For each urgent notification: the backlog is the reminders accepted before it was sent whose
+    first call to the same channel came after it was accepted; the urgent may follow those the
+    target already held (twice the channel's peak concurrency in the providers' record, at
+    least 16: running and queued calls), and at most half of the rest. A chance: a backlog
+    longer than that allowance by 10; the promise is only put to the test when delivery
+    saturates (a flood, slow providers), and a run where it never did leaves it unknown.
+    """
+    v = Violations()
+    first: dict[tuple[str, str], dict[str, Any]] = {k: cs[0] for k, cs in a.calls_by_key.items() if cs}
+    by_channel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in a.calls:
+        by_channel[c["channel"]].append(c)
+    allowance = {ch: max(MIN_HELD, 2 * _peak_concurrency(cs)) for ch, cs in by_channel.items()}
+    reminders: dict[str, list[tuple[float, float]]] = defaultdict(list)  # channel -> (accepted by, first call)
+    urgents: list[tuple[float, float, float, str, tuple[str, str]]] = []  # (sent, accepted, first call, ch, key)
+    for key, op in a.accepted.items():
+        c = first.get(key)
+        if c is None:
+            continue
+        if op.args.get("priority") == "urgent":
+            urgents.append((op.invoke_time, op.complete_time, c["at"], c["channel"], key))
+        else:
+            reminders[c["channel"]].append((op.complete_time, c["at"]))
+    counters = {ch: _Counter([t for _, t in rs]) for ch, rs in reminders.items()}
+    for rs in reminders.values():
+        rs.sort()
+    fed = {ch: 0 for ch in reminders}
+    chances = worst_backlog = 0
+    for sent, accepted, called, ch, key in sorted(urgents):
+        rs = reminders.get(ch)
+        if not rs:
+            continue
+        while fed[ch] < len(rs) and rs[fed[ch]][0] <= sent:  # reminders accepted before the urgent was sent
+            counters[ch].add(rs[fed[ch]][1])
+            fed[ch] += 1
+        waiting = fed[ch] - counters[ch].at_most(accepted)  # ...still waiting when it was accepted
+        ahead = counters[ch].at_most(called) - counters[ch].at_most(accepted)  # ...and called before it
+        worst_backlog = max(worst_backlog, waiting)
+        held = allowance[ch]
+        if waiting < held + MIN_BACKLOG_BEYOND:
+            continue
+        chances += 1
+        if ahead > held + (waiting - held) / 2:
+            v.add(f"urgent event {key[0]!r} waited behind {ahead} of the {waiting} reminders queued for {ch} when "
+                  f"it was accepted (Limit: {held} held + half the rest): urgent does not go first", key)
+    return v.result("urgent_overtakes_reminder_backlog", {"urgent": len(urgents), "longest_backlog": worst_backlog,
+                                                          "allowance": allowance},
+                    chances=chances, chance_kind="urgent notifications accepted behind a reminder backlog")
+
+
 def _addressed(r: dict[str, Any]) -> list[str]:
     addr = r.get("addresses", {})
     fields = {"push": "push_token", "sms": "phone", "email": "email"}
@@ -337,17 +535,21 @@ def _addressed(r: dict[str, Any]) -> list[str]:
 
 NOTIFICATIONS_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_budget_respected,
                        no_retry_after_permanent_on_same_channel, breaker_counts_only_transient, preference_respected,
-                       status_matches_providers, status_moves_forward, formatting_within_channel_limits)
+                       status_matches_providers, status_moves_forward, formatting_within_channel_limits,
+                       urgent_overtakes_reminder_backlog)
+# Put to the test only when delivery saturates: a run that never saturated it (the peak, when the
+# target keeps up) leaves them out; a run meant to saturate it (a flood) must exercise them.
+SATURATION_CHECKS = ("urgent_overtakes_reminder_backlog",)
 
 
-def check_notifications(history: History | Iterable[Op], calls: list[dict[str, Any]], *, budget: int = 3,
-                        threshold: float = 0.99, channel_calls: list[dict[str, Any]] | None = None,
-                        breaker_window: int = 200, breaker_min_failures: int = 24,
-                        answer_timeout: float = 2.0, answer_latency: float = 0.0) -> list[CheckResult]:
+def check_notifications(history: History | Iterable[Op], calls: list[dict[str, Any]], *,
+                        rules: DeliveryRules = DeliveryRules(), threshold: float = 0.99,
+                        channel_calls: list[dict[str, Any]] | None = None, answer_latency: float = 0.0,
+                        saturated: bool = True) -> list[CheckResult]:
     """Every notification invariant over one shared analysis of the history and the providers'
-    record (``calls``); the options are :class:`NotificationsAnalysis`'s."""
-    a = NotificationsAnalysis(history, calls, budget=budget, channel_calls=channel_calls,
-                              breaker_window=breaker_window, breaker_min_failures=breaker_min_failures,
-                              answer_timeout=answer_timeout, answer_latency=answer_latency)
-    out = [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATIONS_CHECKS]
-    return out
+    record (``calls``), judged against the target's ``rules``. ``saturated=False`` leaves out
+    :data:`SATURATION_CHECKS` (a workload that was not meant to saturate delivery)."""
+    a = NotificationsAnalysis(history, calls, channel_calls=channel_calls, answer_latency=answer_latency,
+                              **rules.judging())
+    return [check(a) if check is not delivery_ratio_at_least else check(a, threshold) for check in NOTIFICATIONS_CHECKS
+            if saturated or check.__name__ not in SATURATION_CHECKS]
