@@ -262,6 +262,13 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     # answered in the half second before. An open breaker lets none through, a probing one one
     # (a target's own timeouts can open it on answers the record calls fine: without such
     # evidence a skip is given the benefit of the doubt).
+    # Permanent answers alone, enough of them, in the last cool-down: the one pattern no fair
+    # breaker opens on (a dead address is not a sick channel); nothing excuses that skip.
+    since = at - 1.25 * a.breaker_cool_down - 0.25
+    perm, failures = a._permanent_seen.get(channel, []), a._failed_heard.get(channel, [])
+    if (bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since) >= a.suspicious_below
+            and bisect.bisect_left(failures, at) == bisect.bisect_left(failures, since)):
+        return False
     # The target decided before the call arrived (up to DECIDED_BEFORE s under load).
     answered = a._answered.get(channel, [])
     decided = at - DECIDED_BEFORE
@@ -470,7 +477,8 @@ def _peak_concurrency(calls: list[dict[str, Any]]) -> int:
 
 
 MIN_HELD = 16  # calls any target may hold after its priority decision, whatever its concurrency
-MIN_BACKLOG_BEYOND = 10  # reminders beyond that allowance before a backlog puts priority to the test
+BACKLOG_TIMES = 3  # a backlog puts priority to the test when it is this many times what the target holds
+AHEAD_SHARE = 0.6  # of the reminders beyond what it held, the urgent one may follow this share (jitter)
 
 
 def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
@@ -480,8 +488,8 @@ def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
     For each urgent notification: the backlog is the reminders accepted before it was sent whose
     first call to the same channel came after it was accepted; the urgent may follow those the
     target already held (twice the channel's peak concurrency in the providers' record, at
-    least 16: running and queued calls), and at most half of the rest. A chance: a backlog
-    longer than that allowance by 10; the promise is only put to the test when delivery
+    least 16: running and queued calls), and at most 60% of the rest (a live target's threads
+    jitter). A chance: a backlog three times that allowance; the promise is only put to the test when delivery
     saturates (a flood, slow providers), and a run where it never did leaves it unknown.
     """
     v = Violations()
@@ -516,12 +524,12 @@ def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
         ahead = counters[ch].at_most(called) - counters[ch].at_most(accepted)  # ...and called before it
         worst_backlog = max(worst_backlog, waiting)
         held = allowance[ch]
-        if waiting < held + MIN_BACKLOG_BEYOND:
+        if waiting < BACKLOG_TIMES * held:
             continue
         chances += 1
-        if ahead > held + (waiting - held) / 2:
+        if ahead > held + AHEAD_SHARE * (waiting - held):
             v.add(f"urgent event {key[0]!r} waited behind {ahead} of the {waiting} reminders queued for {ch} when "
-                  f"it was accepted (Limit: {held} held + half the rest): urgent does not go first", key)
+                  f"it was accepted (Limit: {held} held + 60% of the rest): urgent does not go first", key)
     return v.result("urgent_overtakes_reminder_backlog", {"urgent": len(urgents), "longest_backlog": worst_backlog,
                                                           "allowance": allowance},
                     chances=chances, chance_kind="urgent notifications accepted behind a reminder backlog")
