@@ -121,7 +121,8 @@ def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> Non
                          "--provider-url http://127.0.0.1:8001.")
     serve(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff, workers=args.threads,
           call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down, budget=args.budget,
-          breaker_window=args.breaker_window, breaker_failures=args.breaker_failures)
+          breaker_window=args.breaker_window, breaker_failures=args.breaker_failures, commit=args.commit,
+          durability=args.durability, dispatch=args.dispatch)
 
 
 def feed_seed_threshold() -> int:

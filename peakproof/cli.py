@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="notifications: a channel's breaker looks at its last N calls")
     s.add_argument("--breaker-failures", type=_positive(int), default=24,
                    help="notifications: transient failures in that window that open the breaker")
+    s.add_argument("--no-dispatch", dest="dispatch", action="store_false",
+                   help="notifications: accept only, deliver nothing (to benchmark the accept path alone)")
+    s.add_argument("--commit", choices=["group", "each"], default="group",
+                   help="notifications: 'group' commits accepted writes in batches (one transaction each, "
+                        "answered once durable; reads from memory); 'each' one transaction per write (the old path)")
     s.add_argument("--budget", type=_positive(int), default=3, help="notifications: provider calls per notification "
                                                                      "(BI8)")
     s.add_argument("--threshold", type=int, default=None,

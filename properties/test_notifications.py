@@ -224,6 +224,18 @@ class OverHttp(SendsNotifications):
             self.faults = {}
             nemesis.lift(self.d.history, nemesis.ALL, lambda: self.d.provider_config().type == OK)
 
+    @rule(who=st.integers(0, 2))
+    def a_dead_address_meets_a_burst(self, who: int) -> None:
+        """Nothing failing but one recipient's preferred address, dead; four notifications for them,
+        a pause for the answers, three more: a breaker that counted those permanent failures as the
+        channel's would now skip it (breaker_counts_only_transient judges the skip)."""
+        self.the_nemesis_rests()
+        self.the_nemesis_strikes(("dead_address", (who, PREFERENCES[who][0])))
+        for burst in (4, 3):
+            for _ in range(burst):
+                self.send(who, False, "Hatırlatma", "to a dead address")
+            time.sleep(0.3)
+
     @rule(who=st.integers(0, 2), size=st.sampled_from([80, 160]))
     def a_reminder_flood_then_an_urgent_one(self, who: int, size: int) -> None:
         """Reminders for one recipient faster than the target can deliver them (the providers slowed

@@ -68,7 +68,8 @@ class BackgroundLoop:
         self._stop.set()
         self._wake.set()
         for t in self._threads:
-            t.join(timeout=5)
+            if t.ident is not None:  # never started (a dispatcher kept off): nothing to join
+                t.join(timeout=5)
         self._close()
 
     def wake(self) -> None:

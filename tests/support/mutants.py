@@ -164,15 +164,14 @@ def notifications_resends_replays() -> None:
 def notifications_ignores_preference() -> None:
     """The cascade always starts at push, then SMS, then e-mail, whatever the recipient prefers."""
     from targets.notifications.core import CHANNELS, Recipient
-    from targets.notifications.store import SqliteStore
+    from targets.notifications.store import GroupCommitStore, SqliteStore
 
-    load = SqliteStore.load_recipient
+    for store in (GroupCommitStore, SqliteStore):
+        def fixed_order(self: Any, recipient_id: str, load: Any = store.load_recipient) -> Any:
+            r = load(self, recipient_id)
+            return r and Recipient(r.recipient_id, tuple(c for c in CHANNELS if c in r.channels), r.addresses)
 
-    def fixed_order(self: SqliteStore, recipient_id: str) -> Any:
-        r = load(self, recipient_id)
-        return r and Recipient(r.recipient_id, tuple(c for c in CHANNELS if c in r.channels), r.addresses)
-
-    SqliteStore.load_recipient = fixed_order  # type: ignore[method-assign]
+        store.load_recipient = fixed_order  # type: ignore[method-assign]
 
 
 def notifications_claims_delivered() -> None:

@@ -251,17 +251,18 @@ DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's a
 
 
 def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
-    """Could the channel's breaker fairly be open (or probing) at ``at``? Yes unless calls were
-    answered on it just before; yes if no call answered
-    since its last failure (a breaker opens on a failure and only an answer closes it again, however
+    """Could the channel's breaker fairly be open (or probing) at ``at``? Over a live target: never
+    after permanent answers alone; else yes unless calls were answered on it just before; yes if
+    no call answered since its last failure (a breaker opens on a failure and only an answer closes it again, however
     long the channel stays idle), if a call failed within the last cool-down (a failed probe
     reopens it at once, whatever the window holds; calls the breaker does not govern, such as a
     retry after a lost answer, can come between), or if at some moment of the last cool-down its
     window held enough transient failures."""
-    # Evidence the breaker was letting calls through just then: two or more calls to the channel
-    # answered in the half second before. An open breaker lets none through, a probing one one
-    # (a target's own timeouts can open it on answers the record calls fine: without such
-    # evidence a skip is given the benefit of the doubt).
+    if a.answer_timeout == 0:
+        # Virtual time (the in-process reference): every outcome is in the record, heard at once. The
+        # window was already judged; a failed last call (a half-open probe) reopens the breaker.
+        i = bisect.bisect_left(a._times.get(channel, []), at)
+        return i > 0 and a._last_failed[channel][i - 1]
     # Permanent answers alone, enough of them, in the last cool-down: the one pattern no fair
     # breaker opens on (a dead address is not a sick channel); nothing excuses that skip.
     since = at - 1.25 * a.breaker_cool_down - 0.25
@@ -269,6 +270,10 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     if (bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since) >= a.suspicious_below
             and bisect.bisect_left(failures, at) == bisect.bisect_left(failures, since)):
         return False
+    # Evidence the breaker was letting calls through just then: two or more calls to the channel
+    # answered in the half second before. An open breaker lets none through, a probing one one
+    # (a target's own timeouts can open it on answers the record calls fine: without such
+    # evidence a skip is given the benefit of the doubt).
     # The target decided before the call arrived (up to DECIDED_BEFORE s under load).
     answered = a._answered.get(channel, [])
     decided = at - DECIDED_BEFORE
@@ -476,7 +481,7 @@ def _peak_concurrency(calls: list[dict[str, Any]]) -> int:
     return most
 
 
-MIN_HELD = 16  # calls any target may hold after its priority decision, whatever its concurrency
+MIN_HELD = 8  # calls any target may hold after its priority decision, whatever its concurrency
 BACKLOG_TIMES = 3  # a backlog puts priority to the test when it is this many times what the target holds
 AHEAD_SHARE = 0.6  # of the reminders beyond what it held, the urgent one may follow this share (jitter)
 
@@ -488,7 +493,7 @@ def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
     For each urgent notification: the backlog is the reminders accepted before it was sent whose
     first call to the same channel came after it was accepted; the urgent may follow those the
     target already held (twice the channel's peak concurrency in the providers' record, at
-    least 16: running and queued calls), and at most 60% of the rest (a live target's threads
+    least 8: running and queued calls), and at most 60% of the rest (a live target's threads
     jitter). A chance: a backlog three times that allowance; the promise is only put to the test when delivery
     saturates (a flood, slow providers), and a run where it never did leaves it unknown.
     """
