@@ -30,6 +30,7 @@ import time
 import uuid
 from typing import Any
 
+from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
 from peakproof.case import CASES
 from peakproof.cases.feed import FeedAnalysis, FeedWorkload, HttpFeed, check_feed
@@ -435,8 +436,9 @@ class FeedSlowConsumer(FeedPeak):
                       "seed row": f"{seed_row['consumer_rate']:,} writes/s -> G2 breached after "
                                   f"{seed_row['g2_breached_after_s']:.2f} s at full scale",
                       "predicted breach at this scale (s)": round(self.slow["g2_breached_after_s"], 2)}
-        if self.reference:
-            d.admin(rate=self.slow["rate"])
+        if self.reference:  # a fault op of the nemesis: drawn on every chart of the report
+            nemesis.inject(d.history, "slow_consumer", lambda: d.admin(rate=self.slow["rate"]) is not None,
+                           rate=round(self.slow["rate"], 2), share=round(share, 4))
 
     def fault_checks(self, history: History, analysis: FeedAnalysis, lags: list[dict[str, Any]],
                      t0: float) -> list[CheckResult]:
@@ -523,8 +525,8 @@ class FeedShardDown(FeedPeak):
 
     def configure_fault(self, d: HttpFeed) -> None:
         self.fault = {"shards down": [0]}
-        if self.reference:
-            d.admin(shards_down=[0])
+        if self.reference:  # a fault op of the nemesis: drawn on every chart of the report
+            nemesis.inject(d.history, "shard_down", lambda: d.admin(shards_down=[0]) is not None, shard=0)
 
     def fault_checks(self, history: History, analysis: FeedAnalysis, lags: list[dict[str, Any]],
                      t0: float) -> list[CheckResult]:

@@ -236,6 +236,28 @@ class OverHttp(SendsNotifications):
                 self.send(who, False, "Hatırlatma", "to a dead address")
             time.sleep(0.3)
 
+    @rule(who=st.integers(0, 2))
+    def an_answer_is_lost_then_answers_return(self, who: int) -> None:
+        """Every answer lost while one notification goes out (delivered, the target hears nothing),
+        then answers return: the target's retry must reach the provider under the same idempotency
+        key, or the recipient hears twice (one_delivery_per_event judges it from the record)."""
+        self.the_nemesis_rests()
+        self.the_nemesis_strikes(("lost_answers", 1.0))
+        self.send(who, True, "Güvenlik kodu", "a lost answer")
+        time.sleep(self.rules.answer_timeout + 0.2)  # the target gives up on the answer...
+        self.the_nemesis_rests()
+        time.sleep(self.rules.backoff + 0.3)  # ...and retries within a round, answers heard again
+
+    @rule(who=st.integers(0, 2))
+    def every_channel_fails_for_a_while(self, who: int) -> None:
+        """Every channel down while one notification goes through every round its budget allows, and
+        a few more: a target that spends more than its budget shows it (attempt_budget_respected)."""
+        self.the_nemesis_rests()
+        self.the_nemesis_strikes(("channel_down", "all"))
+        self.send(who, False, "Hatırlatma", "every channel down")
+        time.sleep((self.rules.budget + 3) * (self.rules.backoff + 0.05) + 0.2)
+        self.the_nemesis_rests()
+
     @rule(who=st.integers(0, 2), size=st.sampled_from([80, 160]))
     def a_reminder_flood_then_an_urgent_one(self, who: int, size: int) -> None:
         """Reminders for one recipient faster than the target can deliver them (the providers slowed
