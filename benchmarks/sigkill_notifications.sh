@@ -1,6 +1,7 @@
 #!/bin/bash
 # Usage: benchmarks/sigkill_notifications.sh   (OUT=dir for the logs and the report; ports 18130 and 18131)
-# SIGKILL the served notifications target 25 s into a full-rate (1,736.11/s) peak minute, restart it on
+# SIGKILL the served notifications target 15 s after deliveries start flowing in a full-rate (1,736.11/s)
+# peak minute, restart it on
 # the same database 2 s later, and let the run finish and judge.
 cd "$(dirname "$0")/.."  # the project root; run it inside the project's virtualenv
 OUT=${OUT:-/tmp/peakproof-kill}
