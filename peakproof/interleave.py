@@ -10,6 +10,10 @@ can search for, and shrink, the interleaving that breaks an invariant.
 
 Every task is recorded in a :class:`History` whose clock is the step counter, so the
 same checks that judge a load run judge an interleaving.
+
+The schedule may also carry the nemesis (:data:`LAPSE`, :func:`kill`): time jumps past every
+lease in force, or a worker dies where it stands and never takes another step (a holder that
+dies keeps its lock until a lease frees it). Both are recorded as fault ops of the history.
 """
 
 from __future__ import annotations
@@ -18,8 +22,20 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable
 
 from .history import FAIL, INFO, OK, History, Op
+from .nemesis import NEMESIS
 
 Task = Callable[[], Generator[Any, None, Any]]
+
+LAPSE = "lapse"  # schedule token: time passes every lease in force (the scheduler's ``lapse`` hook)
+
+
+def kill(worker: int) -> str:
+    """Schedule token: ``worker`` dies where it stands (its task never finishes, its lock is kept)."""
+    return f"kill {worker}"
+
+
+class Stuck(AssertionError):
+    """Every live worker waits for a lock, and time passing (``lapse``) does not free it."""
 
 
 @dataclass
@@ -44,6 +60,7 @@ class Scheduler:
     classify: Callable[[BaseException], tuple[str, Any] | None]
     is_wait: Callable[[Any], bool] = lambda step: False
     keep_trace: bool = True  # a line per step; off for long model runs
+    lapse: Callable[[], None] | None = None  # moves the tasks' clock past every lease (LAPSE; when stuck)
     history: History = field(init=False)
     trace: list[str] = field(default_factory=list)
     steps: int = 0
@@ -53,14 +70,48 @@ class Scheduler:
         self.history = History(lambda: float(self.steps))
         self._workers = [_Worker(i) for i in range(self.workers)]
         self._next = 0
+        self.dead: dict[int, _Worker] = {}  # their generators are kept: a dead holder never releases
 
     @property
     def busy(self) -> bool:
-        return self._next < len(self.queue) or any(w.gen is not None for w in self._workers)
+        live = [w for w in self._workers if w.index not in self.dead]
+        return bool(live) and (self._next < len(self.queue) or any(w.gen is not None for w in live))
+
+    def apply(self, token: int | str) -> None:
+        """One schedule entry: a worker's step, or a fault of the nemesis (:data:`LAPSE`, :func:`kill`)."""
+        if isinstance(token, int):
+            self.step(token)
+        elif token == LAPSE:
+            self.steps += 1
+            self._fault("lease_lapse", {})
+            if self.lapse is not None:
+                self.lapse()
+            if self.keep_trace:
+                self.trace.append(f"step {self.steps}: time passes every lease in force")
+        elif token.startswith("kill "):
+            w = self._workers[int(token.split()[1]) % self.workers]
+            if w.index in self.dead:
+                return
+            self.steps += 1
+            self.dead[w.index] = w
+            self._fault("worker_dies", {"worker": w.index})
+            if w.op is not None:  # its outcome is unknown to its client: info, forever
+                self.history.complete(w.op, INFO, "died")
+            if self.keep_trace:
+                doing = f" in {w.op.f}{_args(w.op)}" if w.op is not None else ""
+                self.trace.append(f"step {self.steps}: worker {w.index} dies{doing}")
+        else:
+            raise ValueError(f"schedule entries are worker numbers, {LAPSE!r} or kill(n); got {token!r}")
+
+    def _fault(self, name: str, params: dict[str, Any]) -> None:
+        op = self.history.invoke(NEMESIS, "fault_start", {"fault": name, **params})
+        self.history.complete(op, OK)
 
     def step(self, worker: int) -> None:
         """Advance ``worker`` by one step (taking the next task if it is idle)."""
         w = self._workers[worker % self.workers]
+        if w.index in self.dead:
+            return
         self.steps += 1
         if w.gen is None:
             if self._next >= len(self.queue):
@@ -106,21 +157,40 @@ class Scheduler:
         run one at a time. So every overlap in the history is one the schedule chose, and a
         shrunk schedule is the whole story of a failure.
         """
-        for worker in schedule:
+        for token in schedule:
             if not self.busy:
                 break
-            self.step(worker)
-        while any(w.gen is not None for w in self._workers):
-            for w in self._workers:
-                while w.gen is not None:
-                    self._guard(max_steps)
-                    self.step(w.index)
-                    if w.gen is not None and self.is_wait(w.last):
-                        break
+            self.apply(token)
+        live = [w for w in self._workers if w.index not in self.dead]
+        stuck = 0
         while self.busy:
-            self._guard(max_steps)
-            self.step(0)
+            running = [w for w in live if w.gen is not None]
+            if running:
+                progressed = self._run_on(running, max_steps)
+            else:  # the tasks still queued run one at a time
+                self._guard(max_steps)
+                self.step(live[0].index)
+                progressed = live[0].gen is None or not self.is_wait(live[0].last)
+            stuck = 0 if progressed else stuck + 1
+            if stuck == 1 and self.lapse is not None:
+                self.apply(LAPSE)  # the waiters' time runs on, as it would for real
+            elif stuck > 1:
+                raise Stuck(f"workers {', '.join(str(w.index) for w in live if w.gen is not None)} wait for a lock "
+                            f"forever: time passed every lease and it was still held"
+                            + (f" (dead: workers {', '.join(map(str, sorted(self.dead)))})" if self.dead else ""))
         return self.history
+
+    def _run_on(self, workers: list[_Worker], max_steps: int) -> bool:
+        """Each worker, lowest index first, runs until its task ends or it must wait. True: one progressed."""
+        progressed = False
+        for w in workers:
+            while w.gen is not None:
+                self._guard(max_steps)
+                self.step(w.index)
+                if w.gen is not None and self.is_wait(w.last):
+                    break
+                progressed = True
+        return progressed
 
     def _guard(self, max_steps: int) -> None:
         if self.steps >= max_steps:

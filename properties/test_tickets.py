@@ -29,6 +29,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved_reservations
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK, History
+from peakproof.interleave import LAPSE, Stuck, kill
 from peakproof.pytest_plugin import Target
 
 BUYERS = ["ayse", "mehmet", "zeynep", "can"]
@@ -176,7 +177,12 @@ def test_a_concurrent_burst_around_sell_out_neither_oversells_nor_refuses_valid_
 
 
 @st.composite
-def contention(draw: st.DrawFn) -> tuple[int, list[int], int, list[int]]:
+def contention(draw: st.DrawFn, nemesis: bool = False) -> tuple[int, list[int], int, list[Any]]:
+    """A quota, the reservations queued for it, the workers, and the schedule that steps them.
+
+    With ``nemesis``, about one entry in eight is a fault: time passes the lease (a holder
+    stalled between its read and its write loses its lease) or a worker dies where it
+    stands (a holder that dies keeps the lock until its lease runs out)."""
     workers = draw(st.integers(2, 4), label="workers")
     quantities = draw(st.lists(st.integers(1, 2), min_size=2, max_size=8), label="quantities")
     capacity = draw(st.integers(1, 2 * len(quantities)), label="capacity")
@@ -184,21 +190,28 @@ def contention(draw: st.DrawFn) -> tuple[int, list[int], int, list[int]]:
     # busy interleavings far better than a plain list of small integers (which leans to
     # worker 0) and still shrinks to a short schedule.
     rnd = draw(st.randoms(use_true_random=False), label="scheduler")
-    schedule = [rnd.randrange(workers) for _ in range(draw(st.integers(0, 60), label="steps"))]
+    schedule: list[Any] = []
+    for _ in range(draw(st.integers(0, 60), label="steps")):
+        roll = rnd.random() if nemesis else 1.0
+        schedule.append(LAPSE if roll < 0.08 else kill(rnd.randrange(workers)) if roll < 0.12
+                        else rnd.randrange(workers))
     return capacity, quantities, workers, schedule
 
 
-def interleavings_hold(policy: str, case: tuple[int, list[int], int, list[int]],
-                       only: tuple[str, ...] = ()) -> None:
-    """The property: under ``policy``, no schedule breaks a tickets invariant (or those in ``only``)."""
+def interleavings_hold(policy: str, case: tuple[int, list[int], int, list[Any]],
+                       only: tuple[str, ...] = (), make_core: Callable[..., Any] | None = None) -> None:
+    """The property: under ``policy``, no schedule breaks a tickets invariant (or those in ``only``),
+    and no schedule leaves a buyer waiting for the lock forever (``sales_resume_after_a_dead_holder``)."""
     capacity, quantities, workers, schedule = case
-    sched, _core = interleaved_reservations(policy, capacity, quantities, workers, schedule)
+    where = f"policy {policy!r}, capacity {capacity}, {workers} workers, requests {quantities}, schedule {schedule}"
+    try:
+        sched, _core = interleaved_reservations(policy, capacity, quantities, workers, schedule, make_core=make_core)
+    except Stuck as e:
+        raise AssertionError(f"{where}:\nsales_resume_after_a_dead_holder: FAIL: {e}") from None
     failed = [r for r in check_tickets(sched.history, _core_tolerance()) if r.failed and (not only or r.name in only)]
     if failed:
-        raise AssertionError(
-            f"policy {policy!r}, capacity {capacity}, {workers} workers, requests {quantities}, "
-            f"schedule {schedule}:\n"
-            + "\n".join(r.summary() for r in failed) + "\ninterleaving:\n" + sched.render())
+        raise AssertionError(f"{where}:\n" + "\n".join(r.summary() for r in failed)
+                             + "\ninterleaving:\n" + sched.render())
 
 
 def _core_tolerance():  # virtual time: no slack
@@ -216,7 +229,13 @@ def in_process_policy(tickets_target: Target) -> str:
 
 @given(case=contention())
 def test_no_interleaving_of_concurrent_buyers_oversells_or_refuses_a_valid_buyer(
-        in_process_policy: str, case: tuple[int, list[int], int, list[int]]) -> None:
+        in_process_policy: str, case: tuple[int, list[int], int, list[Any]]) -> None:
+    interleavings_hold(in_process_policy, case)
+
+
+@given(case=contention(nemesis=True))
+def test_lock_holders_that_stall_past_their_lease_or_die_neither_oversell_nor_stop_sales(
+        in_process_policy: str, case: tuple[int, list[int], int, list[Any]]) -> None:
     interleavings_hold(in_process_policy, case)
 
 

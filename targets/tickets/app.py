@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .._asgi import AsgiApp, route_table, Reply, Request, rfc3339
 from .._background import BackgroundLoop, LoopHealth
-from .core import Reservation, TicketsCore
+from .core import FAULTS, InvalidRequest, Reservation, TicketsCore
 
 OPENAPI_PATH = Path(__file__).with_name("openapi.json")
 
@@ -31,6 +31,7 @@ _ROUTES = route_table("""
     POST  /reservations/{reservation}/cancel    cancel
     GET   /reservations/{reservation}           get_reservation
     GET   /_arrivals                            arrivals
+    POST  /_nemesis                             nemesis
 """)
 
 
@@ -46,9 +47,13 @@ class TicketsApp(AsgiApp):
     api, routes, openapi_path = "tickets", _ROUTES, OPENAPI_PATH
 
     def __init__(self, core: TicketsCore, *, admin_token: str | None = None, prefix: str = "/tickets",
-                 threads: int = 32, default_hold_seconds: float = 120.0) -> None:
+                 threads: int = 32, default_hold_seconds: float = 120.0,
+                 reopen: Callable[[], TicketsCore] | None = None) -> None:
         super().__init__(prefix, admin_token=admin_token, threads=threads, thread_name="tickets")
         self.core = core
+        self.reopen = reopen  # a new core over the same database: what a restarted process would load
+        self.on_restart: list[Callable[[TicketsCore], None]] = []
+        self.restarts = 0
         self.default_hold_seconds = default_hold_seconds
         self.loops = LoopHealth()  # the background loops' errors, shown by GET /health
         self.requests_seen = 0  # independent arrival counter (target side)
@@ -111,6 +116,33 @@ class TicketsApp(AsgiApp):
     async def _get_reservation(self, req: Request, rid: str) -> Reply:
         return 200, reservation_json(await self.in_pool(self.core.get_reservation, rid))
 
+    async def _nemesis(self, req: Request) -> Reply:
+        """Not part of the contract: the reference's fault hook, for the harness's nemesis.
+
+        ``{"fault": "stall", "seconds": s}``: the next lock holder stalls s seconds between its read
+        and its write; ``{"fault": "die"}``: it dies there (no write, no release: the lease frees the
+        row); ``{"fault": "restart"}``: the process's memory is dropped and rebuilt from its database
+        (the socket stays), and work in flight dies before it writes."""
+        self.require_admin(req, "POST /_nemesis")
+        doc = req.json("fault")
+        fault = doc["fault"]
+        if fault == "restart":
+            if self.reopen is None:
+                raise InvalidRequest("this target was built without a database to restart from")
+            old = self.core
+            new = await self.in_pool(self.reopen)  # reads every quota and held reservation back
+            old.halt()
+            self.core = new
+            for hook in self.on_restart:
+                hook(new)
+            self.restarts += 1
+            return 200, {"fault": "restart", "restarts": self.restarts,
+                         "quotas_loaded": len(new.store.load_quotas())}
+        if fault not in FAULTS:
+            raise InvalidRequest(f"fault must be one of {', '.join(FAULTS + ('restart',))}; got {fault!r:.60}")
+        self.core.arm_fault(fault, doc.get("seconds", 0.0))
+        return 200, {"fault": fault, "seconds": doc.get("seconds", 0.0), "lease_seconds": self.core.lease_seconds}
+
     async def _arrivals(self, req: Request) -> Reply:
         # Not part of the contract: requests received per wall-clock second, counted by the
         # target itself, so the harness's offered load can be checked independently.
@@ -157,15 +189,22 @@ class ReservationQueue:
                     self.pending[quota_id] = rest
                 else:
                     del self.pending[quota_id]
-                try:
-                    results = await self.app.in_pool(self.app.core.reserve_many, quota_id, [r for r, _ in batch])
-                except Exception as e:  # noqa: BLE001 - every waiter gets the failure
-                    results = [e] * len(batch)
-                for (_, fut), outcome in zip(batch, results):
-                    if not fut.done():
-                        fut.set_result(outcome)
+                decided = asyncio.get_running_loop().create_task(self._decide(quota_id, batch))
+                # A holder that stalls past its lease must not hold up the queue behind it: the
+                # next batch goes on, takes the row when the lease runs out, and the stalled one's
+                # write is fenced off. Its waiters still get its own answer.
+                await asyncio.wait({decided}, timeout=self.app.core.lease_seconds)
         finally:
             self.draining = False
+
+    async def _decide(self, quota_id: str, batch: list[tuple[tuple[str, int, str], asyncio.Future[Any]]]) -> None:
+        try:
+            results = await self.app.in_pool(self.app.core.reserve_many, quota_id, [r for r, _ in batch])
+        except Exception as e:  # noqa: BLE001 - every waiter gets the failure
+            results = [e] * len(batch)
+        for (_, fut), outcome in zip(batch, results):
+            if not fut.done():
+                fut.set_result(outcome)
 
 
 class Supervisor(BackgroundLoop):

@@ -61,6 +61,15 @@ IdempotencyKeyReused = refusal(TicketError, 422, "idempotency_key_reused")
 Busy = refusal(TicketError, 503, "busy", "The lock could not be had in time, or a lease was lost mid-write. Nothing changed.")
 
 
+class HolderDied(Busy):  # type: ignore[misc, valid-type]
+    """The lock holder died between reading the row and writing it (an injected fault, or the
+    process restarted under it): nothing was written, and the lock was *not* released; the
+    next taker gets it when the lease runs out. Answered 503 busy, like any lost lease."""
+
+
+FAULTS: tuple[str, ...] = ("stall", "die")  # what the next lock holder may be made to do (arm_fault)
+
+
 @dataclass(frozen=True, slots=True)
 class QuotaRow:
     quota_id: str
@@ -119,6 +128,17 @@ class Wait:
 
     def __init__(self, lock: "LeaseLock") -> None:
         self.lock = lock
+
+
+class Stall:
+    """Step: the holder stalls for ``seconds`` between its read and its write (an injected fault).
+
+    The threaded runner sleeps; a scheduler in virtual time advances its clock instead."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
 
 
 class LeaseLock:
@@ -183,7 +203,7 @@ class Stats:
     wait_steps: int = 0
 
 
-Steps = Generator["str | Wait", None, object]
+Steps = Generator["str | Wait | Stall", None, object]
 
 
 class TicketsCore:
@@ -215,6 +235,9 @@ class TicketsCore:
         self._owners = itertools.count()
         self._new_id = id_factory or (lambda: uuid.uuid4().hex)
         self._quotas: dict[str, _QuotaState] = {}
+        self._faults: list[tuple[str, float]] = []  # armed by arm_fault, taken by the next holder
+        self._fault_mutex = threading.Lock()
+        self.halted = False  # set by halt(): this core's process is gone, its writes must not land
         for row in store.load_quotas():
             self._quotas[row.quota_id] = self._state_for(row)
         for res in store.load_held():
@@ -475,6 +498,29 @@ class TicketsCore:
                 break
         return released
 
+    # -- the nemesis: faults of the lock holder, injected on purpose ---------------------------
+
+    def arm_fault(self, kind: str, seconds: float = 0.0) -> None:
+        """Make the next holder of a quota row's lock ``stall`` for ``seconds`` between its read and
+        its write, or ``die`` there (it never writes and never releases: the lease must free the
+        row). The harness's nemesis uses it through the reference's admin hook."""
+        if kind not in FAULTS:
+            raise InvalidRequest(f"fault must be one of {', '.join(FAULTS)}; got {kind!r}")
+        if kind == "stall" and not (_is_number(seconds) and 0 < seconds <= 60):
+            raise InvalidRequest(f"a stall needs seconds in (0, 60]; got {seconds!r}")
+        with self._fault_mutex:
+            self._faults.append((kind, float(seconds)))
+
+    def _take_fault(self) -> tuple[str, float] | None:
+        if not self._faults:  # the common case: no lock, one list look
+            return None
+        with self._fault_mutex:
+            return self._faults.pop(0) if self._faults else None
+
+    def halt(self) -> None:
+        """This core's process is gone (a restart): work still in flight dies before it writes."""
+        self.halted = True
+
     # -- the policy: one place where the quota row is read and written -----------------------
 
     def _mutate(self, quota_id: str, qs: _QuotaState, decide: Callable[[QuotaRow, float], Change]) -> Steps:
@@ -491,6 +537,7 @@ class TicketsCore:
             while not qs.lock.try_acquire(owner, self.clock()):
                 self.stats.wait_steps += 1
                 yield wait
+        died = False
         try:
             attempts = 0
             while True:
@@ -500,6 +547,13 @@ class TicketsCore:
                 if row is None:
                     raise UnknownQuota(f"quota {quota_id!r} was removed")
                 yield READ if attempts == 1 else REREAD
+                fault = self._take_fault()
+                if fault is not None and fault[0] == "stall":
+                    yield Stall(fault[1])
+                if self.halted or (fault is not None and fault[0] == "die"):
+                    died = True  # gone between read and write: no write, and the lock stays taken
+                    raise HolderDied("the lock holder died before writing (restart or injected fault); "
+                                     "nothing was written")
                 change = decide(row, self.clock())
                 fenced = self.policy != "none"  # pessimistic: the version is the fencing token
                 change = replace(change, expected_version=row.version if fenced else None,
@@ -518,7 +572,7 @@ class TicketsCore:
                         f"the quota row changed under this request {attempts} times "
                         f"(retry budget {self.retry_budget}); try again")
         finally:
-            if owner is not None:
+            if owner is not None and not died:
                 qs.lock.release(owner)
 
     def _publish(self, qs: _QuotaState, row: QuotaRow) -> None:
@@ -545,6 +599,8 @@ class TicketsCore:
                         steps.close()
                         raise Busy(f"waited {self.lock_wait_seconds:.2f} s for the quota lock; try again")
                     step.lock.wait(min(0.05, self.lease_seconds, deadline - now))
+                elif isinstance(step, Stall):
+                    time.sleep(step.seconds)
                 step = steps.send(None)
         except StopIteration as stop:
             return stop.value

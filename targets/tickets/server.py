@@ -13,10 +13,15 @@ from .store import SqliteStore
 def build_app(db: str | Path, *, policy: Policy = "pessimistic", admin_token: str | None = None,
               hold_seconds: float = 120.0, lease_seconds: float = 2.0, threads: int = 32,
               durability: str = "normal") -> tuple[TicketsApp, Supervisor]:
-    core = TicketsCore(SqliteStore(db, durability=durability), time.time, policy=policy,
-                       lease_seconds=lease_seconds)
-    app = TicketsApp(core, admin_token=admin_token, threads=threads, default_hold_seconds=hold_seconds)
-    return app, Supervisor(core, health=app.loops)
+    def open_core() -> TicketsCore:
+        return TicketsCore(SqliteStore(db, durability=durability), time.time, policy=policy,
+                           lease_seconds=lease_seconds)
+
+    app = TicketsApp(open_core(), admin_token=admin_token, threads=threads, default_hold_seconds=hold_seconds,
+                     reopen=open_core)
+    supervisor = Supervisor(app.core, health=app.loops)
+    app.on_restart.append(lambda core: setattr(supervisor, "core", core))
+    return app, supervisor
 
 
 def serve(host: str, port: int, db: str | Path, **options: object) -> None:

@@ -16,7 +16,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from peakproof.pytest_plugin import Target
 from properties.test_tickets import TicketsMachine, contention, interleavings_hold
-from targets.tickets import InMemoryStore, Reservation, TicketsCore
+from targets.tickets import InMemoryStore, LeaseLock, Reservation, TicketsCore
 from targets.tickets.core import Change, QuotaRow
 
 from . import fixed_budget
@@ -198,3 +198,68 @@ def test_the_reference_target_passes_the_same_state_machine() -> None:
         target = broken_target(TicketsCore)
 
     run_state_machine_as_test(Machine)
+
+
+# -- broken lock holders: the lease and its fencing, under the nemesis ---------------------------
+
+
+class UnfencedStore(InMemoryStore):
+    """Writes without comparing the row version: a holder whose lease ran out still writes."""
+
+    def apply(self, change: Change) -> str | None:
+        return super().apply(replace(change, expected_version=None))
+
+
+class LockWithoutLease(LeaseLock):
+    """A plain lock: a holder that dies keeps it for ever."""
+
+    def try_acquire(self, owner: object, now: float) -> bool:
+        return super().try_acquire(owner, float("-inf") if self.held_by is not None else now)
+
+
+class NoLeaseCore(TicketsCore):
+    def _state_for(self, row: QuotaRow) -> Any:
+        qs = super()._state_for(row)
+        qs.lock = LockWithoutLease(self.lease_seconds)
+        return qs
+
+
+def unfenced_core(store: InMemoryStore, clock: Any, **kw: Any) -> TicketsCore:
+    return TicketsCore(UnfencedStore(), clock, **kw)
+
+
+def nemesis_failure(make_core: Any) -> str:
+    """The lease-fault property (fixed budget) against ``make_core``; returns its failure report."""
+
+    @fixed_budget(300, shrink=False)
+    @given(case=contention(nemesis=True))
+    def prop(case: tuple[int, list[int], int, list[Any]]) -> None:
+        interleavings_hold("pessimistic", case, make_core=make_core)
+
+    with pytest.raises(AssertionError) as caught:
+        prop()
+    return failure_text(caught.value)
+
+
+def test_the_lease_property_catches_a_holder_that_writes_after_its_lease_ran_out() -> None:
+    report = nemesis_failure(unfenced_core)
+    print(f"\nunfenced: {report[:900]}")
+    # the stalled holder's write overwrites the one made under the lease it lost: a lost update
+    assert any(f"{name}: FAIL" in report for name in ("no_oversell", "stock_is_conserved", "units_return_exactly_once")), report
+    assert "time passes every lease in force" in report  # the fault is in the printed interleaving
+
+
+def test_the_lease_property_catches_a_lock_that_a_dead_holder_keeps_for_ever() -> None:
+    report = nemesis_failure(NoLeaseCore)
+    print(f"\nno lease: {report[:600]}")
+    assert "sales_resume_after_a_dead_holder: FAIL" in report, report
+    assert "dead: workers" in report
+
+
+def test_the_reference_lease_keeps_every_promise_under_the_same_nemesis() -> None:
+    @fixed_budget(300, shrink=False)
+    @given(case=contention(nemesis=True))
+    def prop(case: tuple[int, list[int], int, list[Any]]) -> None:
+        interleavings_hold("pessimistic", case)
+
+    prop()

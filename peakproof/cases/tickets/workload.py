@@ -122,11 +122,16 @@ def concurrent_burst(make_driver: Callable[[History], TicketsDriver], *, capacit
 
 
 def interleaved_reservations(policy: str, capacity: int, quantities: list[int], workers: int,
-                             schedule: list[int], *, retry_budget: int = 3) -> tuple[Any, Any]:
+                             schedule: list[Any], *, retry_budget: int = 3,
+                             make_core: Callable[..., Any] | None = None) -> tuple[Any, Any]:
     """Reservations of ``quantities`` taken from a queue by ``workers``, stepped by ``schedule``.
 
-    Returns (scheduler, core): ``scheduler.history`` is judged by the tickets checks and
-    ``scheduler.render()`` is the interleaving, one line a step.
+    The schedule's entries are worker numbers, and may carry the nemesis
+    (``peakproof.interleave.LAPSE``: the virtual clock jumps past the lease; ``kill(n)``: a
+    worker dies where it stands, its lock kept). ``make_core`` builds the core from
+    ``TicketsCore``'s arguments (a quality test's broken one). Returns (scheduler, core):
+    ``scheduler.history`` is judged by the tickets checks and ``scheduler.render()`` is the
+    interleaving, one line a step.
     """
     from targets.tickets import InMemoryStore, TicketError, TicketsCore
     from targets.tickets.core import Wait
@@ -134,8 +139,8 @@ def interleaved_reservations(policy: str, capacity: int, quantities: list[int], 
     from ...interleave import Scheduler
 
     clock = VirtualClock()
-    core = TicketsCore(InMemoryStore(), clock, policy=policy, retry_budget=retry_budget,  # type: ignore[arg-type]
-                       id_factory=_counter_ids())
+    core = (make_core or TicketsCore)(InMemoryStore(), clock, policy=policy, retry_budget=retry_budget,
+                                      id_factory=_counter_ids())
     hold = 86_400.0  # the step counter is the history's clock; holds must not lapse mid-run
 
     def reserve_task(buyer: str, qty: int, rid: str) -> Callable[[], Any]:
@@ -154,7 +159,8 @@ def interleaved_reservations(policy: str, capacity: int, quantities: list[int], 
 
     queue = [("reserve", {"quota_id": "q", "buyer_id": f"b{i}", "quantity": q, "request_id": f"r{i}"},
               reserve_task(f"b{i}", q, f"r{i}")) for i, q in enumerate(quantities)]
-    sched = Scheduler(workers, queue, classify, is_wait=lambda s: isinstance(s, Wait))
+    sched = Scheduler(workers, queue, classify, is_wait=lambda s: isinstance(s, Wait),
+                      lapse=lambda: clock.advance(core.lease_seconds * 1.01))
     h = sched.history
     setup = h.invoke("setup", "put_quota", {"quota_id": "q", "capacity": capacity, "hold_seconds": hold})
     h.complete(setup, OK, _quota(core.put_quota("q", capacity, hold)))
