@@ -16,18 +16,23 @@ demand ratio stay); ``--time-scale T`` divides the 120 s hold window.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
+from peakproof import loadgen, nemesis
 from peakproof.cases.tickets import HttpTickets, OpeningWorkload, buyer_names, check_tickets
+from peakproof.checks import CheckResult, Measure
 from peakproof.errors import SetupFailed
-from peakproof.history import OK, History
+from peakproof.history import INFO, OK, History, Op
 from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
                                scenario)
 from peakproof.report import Chart
+from peakproof.slo import statistic
 from peakproof.arrivals import arrival_times, constant
 
-__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut", "TicketsCalibrate"]
+__all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut", "TicketsLeaseFaults",
+           "TicketsCalibrate"]
 
 CONFIRM_SHARE = 0.65  # BS5 at the 120 s window
 CANCEL_SHARE = 0.05  # of sales
@@ -258,6 +263,171 @@ class TicketsSoldOut(Scenario):
         # nothing is ever free here: only the promises a sold-out path can break are judged
         # (a sale on an empty quota, counts that stop adding up); the opening judges all six
         return [r for r in check_tickets(history, HttpTickets.tolerance) if r.name in SOLD_OUT_PROMISES], [], {}
+
+
+@scenario
+class TicketsLeaseFaults(TicketsOpening):
+    """Case T fault: the quota row's lock holder misbehaves while every buyer still finds stock.
+
+    The quota is larger than all the demand, so every reservation takes the lock. The nemesis
+    (the reference's ``POST /_nemesis``, recorded as fault ops) makes the next holder *stall*
+    past its lease (2 leases between its read and its write), then makes one *die* holding it,
+    then *restarts* the target (its memory rebuilt from its database). The promises: nothing
+    oversold or lost (all six checks), sales never stop longer than the lease (+1 s), decisions
+    outside the faults' windows within 100 ms, and a buyer answered 503 busy who retries with
+    the same request id is served. A target without the hook: INCONCLUSIVE, never PASS.
+    """
+
+    name = "tickets-lease-faults"
+    description = "Case T fault: the lock holder stalls past its lease, dies holding it, then the target restarts"
+    default_slos = ["errors:rate<=2%"]  # the faults' casualties: answered 503 busy, nothing changed; retried
+    RESUME_SLACK = 1.0  # s beyond the lease that sales may stop for
+    CONFIRM_SHARE = 0.05  # each confirm is a write of its own: the lock must stay the reservations' bottleneck
+    DECISION_LIMIT = 0.1  # s, the seed's decision time, judged outside the faults' windows
+
+    def __init__(self, options: Any, host: str) -> None:
+        super().__init__(options, host)
+        self.lease = float(getattr(options, "lease_seconds", None) or 2.0)
+        # While a lease holds the row, every request in the meantime stays in flight: the rate is
+        # capped so that they fit the generator's pool (or arrivals would be dropped for it)
+        pool = int(getattr(options, "pool_size", None) or 1000)
+        self.rate = min(OpeningWorkload().rate * options.scale, pool / (1.5 * self.lease + 1.0))
+        # when each fault strikes, s from the start: each one's effect is over before the next
+        self.plan = [(2.0, "stall", {"seconds": 2 * self.lease}),
+                     (2.0 + 2 * self.lease + 1.5, "die", {}),
+                     (2.0 + 3 * self.lease + 3.0, "restart", {})]
+        self.seconds = float(getattr(options, "duration", None) or self.plan[-1][0] + self.lease + 1.5)
+        self.requests = max(1, round(self.rate * self.seconds))
+        self.quota = 2 * self.requests + 10  # never sold out: every decision takes the lock
+        self.fired: list[tuple[float, str, Op]] = []
+        self.lifted: set[int] = set()
+
+    def params(self) -> dict[str, Any]:
+        return {"quota (above all demand)": self.quota, "requests": self.requests, "rate (req/s)": round(self.rate, 1),
+                "seconds": self.seconds, "hold window (s)": self.hold,
+                "rate cap (the pool over 1.5 leases + 1 s)": "pool-size / (1.5 x lease + 1)", "target's lease (s)": self.lease,
+                "faults (s from start)": ", ".join(f"{f} at {t:g}" for t, f, _ in self.plan), "quota id": self.quota_id}
+
+    def arrivals(self) -> list[Arrival]:
+        if self._arrivals is None:
+            import random
+
+            times = arrival_times(constant(self.rate, self.seconds, "lease-faults"), self.options.spacing,
+                                  self.options.seed)
+            rnd = random.Random(self.options.seed)
+            self._arrivals = [Arrival(t, "reserve", (i, 1 if rnd.random() < self.p_single else 2, False))
+                              for i, t in enumerate(times)]
+        return self._arrivals
+
+    def bound_seconds(self) -> float:
+        return self.seconds + 30
+
+    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+        if a.kind == "reserve":
+            i, qty, _ = a.data
+            op = ctx.driver.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
+                                    process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+            if op.value == "busy" or op.type == INFO:  # "try again" (or no answer), with the same
+                ctx.later(0.5, "retry", (i, qty))  # request id: a buyer is never served twice
+            elif op.type == OK and ctx.random.random() < self.CONFIRM_SHARE:
+                ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
+            elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed
+                self._late_confirms += 1
+                late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + ctx.random.uniform(0.3, 1.0)
+                ctx.later(late, "confirm", op.value["reservation_id"])
+        else:
+            super().perform(ctx, a)
+
+    def monitor(self, history: History) -> None:
+        super().monitor(history)
+        eng = loadgen.ENGINE
+        if eng is None or not eng.started_wall:
+            return
+        now = time.time() - eng.started_wall
+        d = self._driver()  # the hook's own call is not a buyer's operation: only the fault op is recorded
+        while len(self.fired) < len(self.plan) and self.plan[len(self.fired)][0] <= now:
+            _, fault, params = self.plan[len(self.fired)]
+            op = nemesis.inject(history, fault, lambda: d.nemesis(fault, **params).type == OK,
+                                lease_seconds=self.lease, **params)
+            self.fired.append((now, fault, op))
+        for k, (at, fault, op) in enumerate(self.fired):  # each fault's window: the time its effect may last
+            if op.type == OK and k not in self.lifted and now >= at + self._window(fault):
+                nemesis.lift(history, fault, lambda: True)
+                self.lifted.add(k)
+
+    def _window(self, fault: str) -> float:
+        return self.lease + self.RESUME_SLACK + (self.plan[0][2]["seconds"] if fault == "stall" else 0.0)
+
+    DRAIN_SECONDS = 2.0  # after a fault's window, for the requests it held up to be answered
+
+    def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
+        checks, charts, details = super().judge(history)
+        # the quota is above all demand by design, so nothing can be oversold by a count: a write
+        # that lands after its lease ran out shows as a lost update (the two checks of the counts)
+        checks = [r for r in checks if r.name != "no_oversell"]
+        details["not judged here"] = ("no_oversell: the quota is above all demand, so every decision takes the "
+                                      "lock; a holder's late write shows in stock_is_conserved and "
+                                      "units_return_exactly_once. The opening judges no_oversell.")
+        checks += [self._sales_resume(history), self._decisions_outside_faults(history)]
+        return checks, charts, details
+
+    def _first_sales(self, history: History) -> list[Op]:
+        seen: set[tuple[Any, Any]] = set()
+        first = []
+        for op in sorted((o for o in history.ops if o.f == "reserve" and o.type == OK), key=lambda o: o.complete_time):
+            key = (op.args.get("buyer_id"), op.args.get("request_id"))
+            if key not in seen:  # a replay is answered without the lock: it says nothing of sales
+                seen.add(key)
+                first.append(op)
+        return first
+
+    def _sales_resume(self, history: History) -> CheckResult:
+        """The longest time without a new sale in each fault's window; limit: the lease + slack."""
+        starts = [op for op in history.ops if op.process == nemesis.NEMESIS and op.f == "fault_start"]
+        applied = [op for op in starts if op.type == OK]
+        if not applied:
+            why = (f"the target refused the nemesis ({starts[0].value}: {starts[0].error}): it has no "
+                   f"POST /_nemesis fault hook, so the lease was never put to the test") if starts else \
+                "no fault was injected (the run ended first)"
+            return CheckResult("sales_resume_within_the_lease", "unknown", {"faults": 0}, note=why)
+        sales = [op.complete_time for op in self._first_sales(history)]
+        limit = self.lease + self.RESUME_SLACK
+        gaps: dict[str, float] = {}
+        worst: tuple[float, str] = (0.0, "")
+        for op in applied:
+            fault = op.args["fault"]
+            lo, hi = op.complete_time, op.complete_time + self._window(fault) + 2.0
+            inside = [t for t in sales if lo <= t <= hi]
+            points = [lo, *inside] + ([hi] if not inside or hi - inside[-1] > limit else [])
+            gap = max((b - a for a, b in zip(points, points[1:])), default=hi - lo)
+            gaps[f"{fault}: longest time without a new sale (s)"] = round(gap, 3)
+            worst = max(worst, (gap, fault))
+        ok = worst[0] <= limit
+        watched = self._window(worst[1]) + 2.0
+        took = (f"for {worst[0]:.2f} s" if worst[0] < watched - 1e-6
+                else f"in the {watched:.2f} s watched after it")
+        return CheckResult("sales_resume_within_the_lease", ok, {"faults": len(applied), **gaps},
+                           None if ok else f"after the {worst[1]} fault no new sale was made {took}, "
+                                           f"though buyers kept coming and stock remained: the lock was not freed "
+                                           f"when its lease ran out",
+                           chances=len(applied), chance_kind="faults of the lock holder",
+                           actual=Measure(round(worst[0], 3), "s"), limit=Measure(limit, "s", "<="))
+
+    def _decisions_outside_faults(self, history: History) -> CheckResult:
+        windows = [(w["start"], w["start"] + self._window(w["fault"]) + self.DRAIN_SECONDS)
+                   for w in nemesis.windows(history.ops)]
+        took = [op.complete_time - (op.intended_time or op.invoke_time) for op in history.ops
+                if op.f == "reserve" and op.done and op.process != "monitor"
+                and not any(a <= op.invoke_time <= b or a <= op.complete_time <= b for a, b in windows)]
+        if not took:
+            return CheckResult("decisions_within_100ms_outside_faults", "unknown", {"decisions": 0},
+                               note="no reservation was decided outside the faults' windows")
+        p99 = statistic(sorted(took), "p99")
+        ok = p99 <= self.DECISION_LIMIT
+        return CheckResult("decisions_within_100ms_outside_faults", ok,
+                           {"decisions outside the faults' windows": len(took), "p99 (s)": round(p99, 4)},
+                           None if ok else f"p99 decision time {p99 * 1000:.0f} ms outside the faults' windows",
+                           actual=Measure(round(p99, 4), "s"), limit=Measure(self.DECISION_LIMIT, "s", "<="))
 
 
 @scenario

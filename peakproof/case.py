@@ -151,7 +151,8 @@ def _feed_peak() -> float:
 CASES: dict[str, Case] = {
     "tickets": Case(
         "tickets", "/tickets", "Case T: the ticket opening", ("pessimistic", "optimistic", "none"),
-        ("tickets-opening",), calibration="tickets-calibrate", default_scale=0.15, default_time_scale=24.0,
+        ("tickets-opening",), ("tickets-lease-faults",), calibration="tickets-calibrate", default_scale=0.15,
+        default_time_scale=24.0, scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
         peak_rate=lambda: 20_000.0, in_process_stage=_tickets_seed_opening, serve=_serve_tickets),
     "notifications": Case(
         "notifications", "/notifications", "Case N: notifications at peak", ("cascade", "single", "parallel"),

@@ -67,6 +67,9 @@ def _options(parser: Any) -> None:
         more = " (default 30 / --time-scale)" if name == "backoff" else ""
         g.add_argument(flag, dest=name, env_var="PEAKPROOF_" + flag[2:].upper().replace("-", "_"), type=kind,
                        default=None, help=f"notifications: {text}{more}")
+    g.add_argument("--lease-seconds", env_var="PEAKPROOF_LEASE_SECONDS", type=float, default=None,
+                   help="tickets-lease-faults: the target's lock lease, s (default 2, the reference's); sales must "
+                        "resume within it after a lock holder stalls or dies")
     g.add_argument("--consumer-share", env_var="PEAKPROOF_CONSUMER_SHARE", type=float, default=None,
                    help="feed-slow-consumer: the consumers' rate as a share of the write work (default the seed's "
                         "1,000 of 1,247.71 writes/s)")

@@ -105,6 +105,7 @@ class Change:
     expected_version: int | None
     inserts: tuple[Reservation, ...] = ()
     transition: tuple[str, Status, Status] | None = None  # (reservation id, from, to)
+    expirations: tuple[str, ...] = ()  # reservation ids going held -> expired, all or none (the supervisor's batch)
 
 
 class Store(Protocol):
@@ -476,8 +477,45 @@ class TicketsCore:
         return min(heads) if heads else None
 
     def _expire_due(self, quota_id: str, qs: _QuotaState) -> int:
+        """Release the due holds of a quota: in batches of one write each (a busy opening expires
+        hundreds a second), one at a time when a batch lost a race with a confirm or a cancel."""
         released = 0
         while _due(qs, self.clock()):
+            batch: list[tuple[float, str]] = []
+            now = self.clock()
+            while len(batch) < 512 and qs.expiries and qs.expiries[0][0] <= now:
+                try:
+                    batch.append(heapq.heappop(qs.expiries))
+                except IndexError:  # another thread emptied it first
+                    break
+            held = [r for r in (self.store.get_reservation(rid) for _, rid in batch)
+                    if r is not None and r.status == "held" and r.quota_id == quota_id]
+            if not held:
+                continue
+
+            def decide_all(row: QuotaRow, now: float, held: list[Reservation] = held) -> Change:
+                qty = sum(r.quantity for r in held)
+                new = replace(row, held=row.held - qty, available=row.available + qty)
+                return Change(new, None, expirations=tuple(r.reservation_id for r in held))
+
+            try:
+                if self.run(self._mutate(quota_id, qs, decide_all)) is not None:
+                    released += sum(r.quantity for r in held)
+                    continue
+            except Busy:
+                for item in batch:
+                    heapq.heappush(qs.expiries, item)  # try again next round
+                break
+            for item in batch:  # one of them was confirmed or cancelled meanwhile: one by one
+                heapq.heappush(qs.expiries, item)
+            released += self._expire_one_by_one(quota_id, qs, len(batch))
+        return released
+
+    def _expire_one_by_one(self, quota_id: str, qs: _QuotaState, count: int) -> int:
+        released = 0
+        for _ in range(count):
+            if not _due(qs, self.clock()):
+                break
             try:
                 _, rid = heapq.heappop(qs.expiries)
             except IndexError:  # another thread emptied it first

@@ -51,11 +51,15 @@ class InMemoryStore:
             keys = [(r.quota_id, r.buyer_id, r.request_id) for r in change.inserts]
             if any(k in self._keys for k in keys) or len(set(keys)) < len(keys):
                 return "duplicate"
+            if any(self._res[rid].status != "held" for rid in change.expirations):
+                return "status"  # checked before anything changes: a Change is all or nothing
             if change.transition is not None:
                 rid, was, now = change.transition
                 if self._res[rid].status != was:
                     return "status"
                 self._res[rid] = replace(self._res[rid], status=now)
+            for rid in change.expirations:
+                self._res[rid] = replace(self._res[rid], status="expired")
             for r in change.inserts:
                 self._res[r.reservation_id] = r
                 self._keys[(r.quota_id, r.buyer_id, r.request_id)] = r.reservation_id
@@ -175,6 +179,12 @@ class SqliteStore:
                 cur = conn.execute("UPDATE reservations SET status=? WHERE reservation_id=? AND status=?",
                                    (now, rid, was))
                 if cur.rowcount != 1:
+                    conn.execute("ROLLBACK")
+                    return "status"
+            if change.expirations:
+                cur = conn.executemany("UPDATE reservations SET status='expired' WHERE reservation_id=? AND status='held'",
+                                       [(rid,) for rid in change.expirations])
+                if cur.rowcount != len(change.expirations):
                     conn.execute("ROLLBACK")
                     return "status"
             if change.inserts:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from peakproof.launch import ServedTarget
+
 from ..support.mutants import served
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +58,31 @@ def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_
     r = result(doc, "expired_hold_is_never_sold")
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, out[-3000:]
     assert r["chances"] >= 1 and "sold it" in r["first_violation"]
+
+
+LEASE_FAULTS = ("--scale", "0.0125", "--time-scale", "24")
+
+
+@pytest.mark.parametrize("mutant, caught_by", [
+    ("tickets-unfenced-lease", ("stock_is_conserved", "units_return_exactly_once")),
+    ("tickets-lock-without-lease", ("sales_resume_within_the_lease",)),
+])
+def test_a_tickets_lock_that_breaks_under_its_holders_faults_fails_the_lease_fault_load(
+        mutant: str, caught_by: tuple[str, ...], tmp_path: Path) -> None:
+    with served(mutant) as t:
+        code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+    failed = [r["name"] for group in ("checks", "slos") for r in doc[group] if r["valid"] is False]
+    print(f"\n{mutant}: failed {failed}")
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", out[-3000:]
+    assert set(caught_by) & set(failed), f"{mutant} should fail one of {caught_by}; failed {failed}\n{out[-3000:]}"
+
+
+def test_the_reference_tickets_target_keeps_every_promise_while_its_lock_holders_fail(tmp_path: Path) -> None:
+    with ServedTarget("tickets") as t:
+        code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+    assert code == 0 and doc["verdict"]["outcome"] == "PASS", out[-3000:]
+    resume = result(doc, "sales_resume_within_the_lease")
+    assert resume["chances"] == 3 and resume["valid"] is True  # stall, die and restart all took
 
 
 def test_a_tickets_target_answering_500_to_every_reservation_fails_on_its_error_budget(tmp_path: Path) -> None:

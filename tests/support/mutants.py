@@ -40,6 +40,31 @@ def tickets_500_on_every_reservation() -> None:
     _break_responses(lambda method, path: method == "POST" and path.endswith("/reservations"))
 
 
+def tickets_unfenced_lease() -> None:
+    """The quota row's write is not fenced: a holder that stalled past its lease still writes,
+    over the write of the holder that took the row after it (a lost update)."""
+    from targets.tickets.store import SqliteStore
+
+    original = SqliteStore.apply
+
+    def apply(self: SqliteStore, change: Any) -> Any:
+        return original(self, replace(change, expected_version=None))
+
+    SqliteStore.apply = apply  # type: ignore[method-assign]
+
+
+def tickets_lock_without_lease() -> None:
+    """A plain lock where the design has a lease: a holder that dies keeps the row for ever."""
+    from targets.tickets.core import LeaseLock
+
+    original = LeaseLock.try_acquire
+
+    def try_acquire(self: LeaseLock, owner: object, now: float) -> bool:
+        return original(self, owner, float("-inf") if self.held_by is not None else now)
+
+    LeaseLock.try_acquire = try_acquire  # type: ignore[method-assign]
+
+
 def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0) -> None:
     import random
 
@@ -282,6 +307,8 @@ def _rewrite_json(body: bytes, times: str) -> bytes:
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
     "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
+    "tickets-unfenced-lease": ("tickets", tickets_unfenced_lease),
+    "tickets-lock-without-lease": ("tickets", tickets_lock_without_lease),
     "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
     "feed-skips-a-post-at-each-page-boundary": ("feed", feed_skips_a_post_at_each_page_boundary),
     "feed-fanout-stalls": ("feed", feed_fanout_stalls),

@@ -146,6 +146,12 @@ class HttpTickets(HttpDriver):
                           f"/reservations/{reservation_id}", None, parse_reservation, process=process,
                           name="GET reservation")
 
+    def nemesis(self, fault: str, **params: Any) -> Op:
+        """The reference target's fault hook (``POST /_nemesis``, not in the contract): ``stall``
+        (``seconds``), ``die`` or ``restart``. A target without it answers 404: the fault is not applied."""
+        return self._call("nemesis", {"fault": fault, **params}, "POST", "/_nemesis", {"fault": fault, **params},
+                          lambda doc: doc, process="nemesis", admin=True, name="POST _nemesis")
+
 
 def parse_quota(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
