@@ -133,3 +133,71 @@ def test_an_unknown_quota_says_how_to_create_it(core: TicketsCore) -> None:
 def test_an_unknown_policy_is_refused_with_the_choices() -> None:
     with pytest.raises(ValueError, match="pessimistic, optimistic, none"):
         TicketsCore(InMemoryStore(), VirtualClock(), policy="yolo")  # type: ignore[arg-type]
+
+
+# -- the nemesis's hook: a lock holder that stalls or dies ---------------------------------------
+
+
+def test_a_holder_armed_to_stall_yields_the_stall_between_its_read_and_its_write(core: TicketsCore) -> None:
+    from targets.tickets.core import Stall
+
+    core.arm_fault("stall", 3.0)
+    steps = core.reserve_steps("q", "a", 1, "1")
+    assert next(steps) == READ
+    stall = steps.send(None)
+    assert isinstance(stall, Stall) and stall.seconds == 3.0
+    with pytest.raises(StopIteration):
+        steps.send(None)
+    assert core.get_quota("q").held == 1  # nobody took the row meanwhile: its write stands
+
+
+def test_a_holder_that_dies_writes_nothing_and_keeps_the_lock_until_its_lease_runs_out(
+        core: TicketsCore, clock: VirtualClock) -> None:
+    from targets.tickets.core import HolderDied
+
+    core.arm_fault("die")
+    with pytest.raises(HolderDied):
+        core.run(core.reserve_steps("q", "a", 1, "1"))
+    assert core.get_quota("q").held == 0
+    waiting = core.reserve_steps("q", "b", 1, "2")
+    assert isinstance(next(waiting), Wait)  # the dead holder's lease is still running
+    clock.advance(core.lease_seconds + 0.01)
+    assert core.run(waiting)[0].quantity == 1  # type: ignore[index]
+
+
+def test_a_stalled_holder_whose_lease_was_taken_over_is_fenced_off(core: TicketsCore, clock: VirtualClock) -> None:
+    core.arm_fault("stall", 5.0)
+    stalled = core.reserve_steps("q", "a", 2, "1")
+    next(stalled), stalled.send(None)  # read, then stalls
+    clock.advance(core.lease_seconds + 0.01)
+    core.reserve("q", "b", 2, "2")  # takes the row over and writes
+    with pytest.raises(Busy):
+        stalled.send(None)  # its write would overwrite b's: refused, nothing written
+    assert core.get_quota("q").held == 2
+
+
+def test_unknown_faults_and_bad_stalls_are_refused_with_what_was_expected(core: TicketsCore) -> None:
+    with pytest.raises(InvalidRequest, match="stall, die"):
+        core.arm_fault("explode")
+    with pytest.raises(InvalidRequest, match=r"\(0, 60\]"):
+        core.arm_fault("stall", -1)
+
+
+def test_the_scheduler_lapses_time_for_workers_stuck_behind_a_dead_holder_and_says_when_nothing_frees_them() -> None:
+    from peakproof.cases.tickets import interleaved_reservations
+    from peakproof.interleave import Stuck, kill
+    from targets.tickets.core import LeaseLock
+
+    sched, core = interleaved_reservations("pessimistic", 4, [1, 1, 1], 2, [0, kill(0)])
+    assert core.get_quota("q").held == 2  # the dead worker's reservation never landed; the others did
+    assert "worker 0 dies" in sched.render() and "time passes every lease" in sched.render()
+
+    class NoLease(TicketsCore):
+        def _state_for(self, row):  # type: ignore[no-untyped-def]
+            qs = super()._state_for(row)
+            qs.lock = type("Plain", (LeaseLock,), {"try_acquire": lambda self, o, now: LeaseLock.try_acquire(
+                self, o, float("-inf") if self.held_by is not None else now)})(self.lease_seconds)
+            return qs
+
+    with pytest.raises(Stuck, match="dead: workers 0"):
+        interleaved_reservations("pessimistic", 4, [1, 1, 1], 2, [0, kill(0)], make_core=NoLease)
