@@ -145,6 +145,11 @@ class NotificationsAnalysis:
             self._last_failed[ch].append(failed)
             # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
+        self._arrived: dict[str, list[float]] = defaultdict(list)  # every call's arrival, by channel
+        for c in channel_calls if channel_calls is not None else self.calls:
+            self._arrived[c["channel"]].append(c["at"])
+        for arrivals in self._arrived.values():
+            arrivals.sort()
         self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for c in self.calls:
             if c["outcome"] in ("ok", "ack_lost"):
@@ -252,7 +257,8 @@ DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's a
 
 def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     """Could the channel's breaker fairly be open (or probing) at ``at``? Over a live target: never
-    after permanent answers alone; else yes unless calls were answered on it just before; yes if
+    after permanent answers alone, nor on a channel no call reached for a whole cool-down; else yes
+    unless calls were answered on it just before; yes if
     no call answered since its last failure (a breaker opens on a failure and only an answer closes it again, however
     long the channel stays idle), if a call failed within the last cool-down (a failed probe
     reopens it at once, whatever the window holds; calls the breaker does not govern, such as a
@@ -269,6 +275,13 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     perm, failures = a._permanent_seen.get(channel, []), a._failed_heard.get(channel, [])
     if (bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since) >= a.suspicious_below
             and bisect.bisect_left(failures, at) == bisect.bisect_left(failures, since)):
+        return False
+    # A quiet channel: no call reached it for a whole cool-down (and an answer timeout) before the
+    # decision, nor just after it (a probe on its way). Whatever opened its breaker, the cool-down is
+    # over: it is half-open at worst and must let this call through as its probe.
+    times = a._arrived.get(channel, [])
+    quiet_from = at - DECIDED_BEFORE - a.answer_timeout - 1.25 * a.breaker_cool_down - 0.5
+    if bisect.bisect_left(times, at + DECIDED_BEFORE) == bisect.bisect_left(times, quiet_from):
         return False
     # Evidence the breaker was letting calls through just then: two or more calls to the channel
     # answered in the half second before. An open breaker lets none through, a probing one one
