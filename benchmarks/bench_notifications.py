@@ -96,9 +96,9 @@ def pipelined_load(url: str, recipients: list[str], seconds: float, connections:
     return {"answered": answered, "seconds": elapsed, "per_s": answered / elapsed, "statuses": statuses}
 
 
-def measure(commit: str, args: argparse.Namespace) -> dict[str, Any]:
+def measure(commit: str, http: str, args: argparse.Namespace) -> dict[str, Any]:
     with Pinned("providers", core=0) as providers, \
-            Pinned("notifications", core=1, provider_url=providers.base, commit=commit,
+            Pinned("notifications", core=1, provider_url=providers.base, commit=commit, http=http,
                    extra=[] if args.deliver else ["--no-dispatch"]) as target:
         recipients = [f"bench-{i}" for i in range(50)]
         for i, rid in enumerate(recipients):
@@ -117,14 +117,19 @@ def main() -> None:
     p.add_argument("--depth", type=int, default=16, help="requests in flight per connection (pipelined)")
     p.add_argument("--deliver", action="store_true", help="keep the dispatcher on (deliveries included)")
     p.add_argument("--commit", choices=["each", "group", "both"], default="both")
+    p.add_argument("--http", choices=["uvicorn", "lean", "both"], default="both",
+                   help="the target's HTTP server (peakproof serve --http)")
     args = p.parse_args()
     print(f"reference notifications target on one core (taskset: {'yes' if shutil.which('taskset') else 'no'}), "
           f"{'delivering' if args.deliver else 'accept path alone'}; load: {args.connections} connections x "
           f"{args.depth} pipelined, {args.seconds:g} s")
     for commit in (["each", "group"] if args.commit == "both" else [args.commit]):
-        r = measure(commit, args)
-        print(f"  commit={commit:5s}  {r['per_s']:8,.0f} answers/s  ({r['answered']:,} in {r['seconds']:.1f} s; "
-              f"statuses {r['statuses']})")
+        for http in (["uvicorn", "lean"] if args.http == "both" else [args.http]):
+            if commit == "each" and http == "lean" and args.commit == "both":
+                continue  # the old path's figure is the before; lean is measured on the design's store
+            r = measure(commit, http, args)
+            print(f"  commit={commit:5s} http={http:7s}  {r['per_s']:8,.0f} answers/s  ({r['answered']:,} in "
+                  f"{r['seconds']:.1f} s; statuses {r['statuses']})")
     print("goal: >= 5,000 accepts/s on one core")
 
 

@@ -107,7 +107,7 @@ def _serve_tickets(args: argparse.Namespace, db: Path, policy: str) -> None:
     from targets.tickets.server import serve
 
     serve(args.host, args.port, db, policy=policy, admin_token=args.admin_token, hold_seconds=args.hold_seconds,
-          lease_seconds=args.lease_seconds, threads=args.threads, durability=args.durability)
+          lease_seconds=args.lease_seconds, threads=args.threads, durability=args.durability, http=args.http)
 
 
 def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> None:
@@ -122,7 +122,7 @@ def _serve_notifications(args: argparse.Namespace, db: Path, policy: str) -> Non
     serve(args.host, args.port, db, args.provider_url, policy=policy, backoff=args.backoff, workers=args.threads,
           call_timeout=args.call_timeout, breaker_cool_down=args.breaker_cool_down, budget=args.budget,
           breaker_window=args.breaker_window, breaker_failures=args.breaker_failures, commit=args.commit,
-          durability=args.durability, dispatch=args.dispatch)
+          durability=args.durability, dispatch=args.dispatch, http=args.http)
 
 
 def feed_seed_threshold() -> int:
@@ -138,7 +138,7 @@ def _serve_feed(args: argparse.Namespace, db: Path, policy: str) -> None:
     threshold = feed_seed_threshold() if args.threshold is None else args.threshold
     serve(args.host, args.port, db, policy=policy, threshold=threshold, inbox_cap=args.inbox_cap,
           shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
-          admin_token=args.admin_token, window=args.window, durability=args.durability)
+          admin_token=args.admin_token, window=args.window, durability=args.durability, http=args.http)
 
 
 def _feed_peak() -> float:

@@ -34,9 +34,8 @@ def build_app(db: str | Path, *, policy: str = "hybrid", threshold: int | None =
     return FeedApp(core, pool, admin_token=admin_token, window=window)
 
 
-def serve(host: str, port: int, db: str | Path, **options: object) -> None:
-    import uvicorn
+def serve(host: str, port: int, db: str | Path, *, http: str = "uvicorn", **options: object) -> None:
+    from .._lean import serve_asgi
 
     app = build_app(db, **options)  # type: ignore[arg-type]
-    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
-                access_log=False, log_level="warning", backlog=4096, timeout_keep_alive=30)
+    serve_asgi(app, host, port, http, timeout_keep_alive=30)

@@ -25,14 +25,14 @@ def build_app(db: str | Path, provider_url: str, *, policy: str = "cascade", bac
     return NotificationsApp(core, dispatcher)
 
 
-def serve(host: str, port: int, db: str | Path, provider_url: str, **options: object) -> None:
+def serve(host: str, port: int, db: str | Path, provider_url: str, *, http: str = "uvicorn",
+          **options: object) -> None:
     import sys
 
-    import uvicorn
+    from .._lean import serve_asgi
 
     # The event loop shares the GIL with the committer and the bulkhead workers: hand it over
     # every 0.5 ms rather than 5 ms, or requests queue behind a worker's time slice.
     sys.setswitchinterval(0.0005)
     app = build_app(db, provider_url, **options)  # type: ignore[arg-type]
-    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
-                access_log=False, log_level="warning", backlog=4096)
+    serve_asgi(app, host, port, http)

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .._asgi import _dumps
 from .core import Attempt, Notification, Recipient
 
 
@@ -282,7 +283,7 @@ def _row(n: Notification) -> tuple:
            "priority": n.priority, "title": n.title, "body": n.body, "accepted_at": n.accepted_at,
            "status": n.status, "attempts": [[a.channel, a.outcome, a.at, a.call_no] for a in n.attempts],
            "delivered_at": n.delivered_at, "channel": n.channel, "next_at": n.next_at}
-    return (n.notification_id, n.event_id, n.recipient_id, n.status, json.dumps(doc))
+    return (n.notification_id, n.event_id, n.recipient_id, n.status, _dumps(doc).decode())
 
 
 def _copy(n: Notification) -> Notification:

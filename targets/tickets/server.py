@@ -24,14 +24,13 @@ def build_app(db: str | Path, *, policy: Policy = "pessimistic", admin_token: st
     return app, supervisor
 
 
-def serve(host: str, port: int, db: str | Path, **options: object) -> None:
+def serve(host: str, port: int, db: str | Path, *, http: str = "uvicorn", **options: object) -> None:
     """Serve until interrupted. Loopback by default; uvloop + httptools for the hot path."""
-    import uvicorn
+    from .._lean import serve_asgi
 
     app, supervisor = build_app(db, **options)  # type: ignore[arg-type]
     supervisor.start()
     try:
-        uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", lifespan="on",
-                    access_log=False, log_level="warning", backlog=4096, timeout_keep_alive=30)
+        serve_asgi(app, host, port, http, timeout_keep_alive=30)
     finally:
         supervisor.stop()
