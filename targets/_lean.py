@@ -38,9 +38,10 @@ def _error(status: int, code: str, message: str, close: bool = True) -> bytes:
 class _Exchange:
     """One request's answer, filled by the app's ``send``; written in the connection's order."""
 
-    __slots__ = ("head", "body", "done", "keep_alive")
+    __slots__ = ("head", "body", "done", "keep_alive", "head_only")
 
     def __init__(self, keep_alive: bool) -> None:
+        self.head_only = False
         self.head: bytes = b""
         self.body: list[bytes] = []
         self.done = False
@@ -153,6 +154,7 @@ class _Connection(asyncio.Protocol):
                  "http_version": self.parser.get_http_version(), "method": method, "scheme": "http",
                  "path": path, "raw_path": url.path, "query_string": url.query or b"", "root_path": "",
                  "headers": self._headers, "server": self.local, "client": self.peer}
+        ex.head_only = method == "HEAD"  # answered with the headers a GET would have, and no body
         self.loop.create_task(self._run(scope, b"".join(self._body), ex))
         if len(self.pending) >= MAX_PIPELINE and not self.paused and self.transport is not None:
             self.paused = True
@@ -182,7 +184,8 @@ class _Connection(asyncio.Protocol):
                 lines.append(b"\r\n")
                 ex.head = b"".join(lines)
             elif kind == "http.response.body":
-                ex.body.append(message.get("body", b""))
+                if not ex.head_only:
+                    ex.body.append(message.get("body", b""))
                 if not message.get("more_body"):
                     ex.done = True
                     self._flush()

@@ -89,3 +89,10 @@ def test_http_1_0_without_keep_alive_closes_after_its_answer_and_an_app_bug_is_a
     answers = _bodies(exchange(b"GET /boom HTTP/1.0\r\n\r\nGET /never HTTP/1.0\r\n\r\n"))
     assert len(answers) == 1 and answers[0]["status"] == 500 and "connection: close" in answers[0]["head"]
     assert "a bug in the app" in json.loads(answers[0]["body"])["message"]
+
+
+def test_a_head_request_gets_the_headers_and_no_body_so_the_next_answer_is_not_misread() -> None:
+    answers = _bodies(exchange(b"HEAD /h HTTP/1.1\r\nHost: x\r\n\r\nGET /g HTTP/1.1\r\nHost: x\r\n\r\n"))
+    assert [a["status"] for a in answers] == [200, 200]
+    assert answers[0]["body"] == b"" and "content-length" in answers[0]["head"]
+    assert json.loads(answers[1]["body"])["path"] == "/g"
