@@ -198,6 +198,9 @@ class OverHttp(SendsNotifications):
             self.the_nemesis_strikes(("dead_address", (doomed, PREFERENCES[doomed][0])))
         for fault in first:  # faults already in force when the first notification goes out
             self.the_nemesis_strikes(fault)
+        # Every run replays a notification at once, as a client that missed the answer would: a
+        # service that treats the replay as a new message is then caught in the first example.
+        self.replay(self.send(doomed or 0, False, "Hatırlatma", "sent, then sent again"))
 
     @rule(seconds=st.sampled_from([0.05, 0.4, 1.0, 2.5]))
     def time_passes(self, seconds: float) -> None:
