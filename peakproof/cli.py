@@ -71,9 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="notifications: transient failures in that window that open the breaker")
     s.add_argument("--no-dispatch", dest="dispatch", action="store_false",
                    help="notifications: accept only, deliver nothing (to benchmark the accept path alone)")
-    s.add_argument("--http", choices=["uvicorn", "lean"], default=os.environ.get("PEAKPROOF_HTTP", "uvicorn"),
-                   help="the HTTP server: uvicorn (default) or lean (targets/_lean.py: httptools, one task per "
-                        "request, pipelining in order; less plumbing per request)")
+    s.add_argument("--http", choices=["lean", "uvicorn"], default=os.environ.get("PEAKPROOF_HTTP", "lean"),
+                   help="the reference targets' HTTP server: lean (default; targets/_lean.py: httptools, "
+                        "pipelining answered in order, less plumbing per request) or uvicorn [env PEAKPROOF_HTTP]")
     s.add_argument("--commit", choices=["group", "each"], default="group",
                    help="notifications: 'group' commits accepted writes in batches (one transaction each, "
                         "answered once durable; reads from memory); 'each' one transaction per write (the old path)")
