@@ -150,3 +150,49 @@ def test_an_urgent_notification_that_overtakes_the_backlog_keeps_priority() -> N
 def test_a_backlog_too_short_to_matter_leaves_priority_unexercised() -> None:
     r = _flood(urgent_called_after=10, backlog=10)  # within what any target may hold: no chance
     assert r.valid == "unknown" and r.chances == 0
+
+
+# -- the dispatcher's bulkhead room: taken whole, given back when a round fails ---------------------
+
+
+def _core(policy: str = "cascade") -> Any:
+    from peakproof.clock import VirtualClock
+    from targets.notifications import InMemoryStore, NotificationsCore
+
+    core = NotificationsCore(InMemoryStore(), VirtualClock(), policy=policy)
+    core.put_recipient("r", ["push", "sms", "email"], {"push_token": "t", "phone": "+905550000000",
+                                                        "email": "r@example.com"})
+    return core
+
+
+def test_a_round_refused_by_one_bulkhead_takes_no_room_on_the_others() -> None:
+    core = _core("parallel")
+    core.accept("e1", "r", "urgent", "t", "b")
+    asked: list[list[str]] = []
+    assert core.due_calls(room=lambda chans: asked.append(chans) or False) == []
+    assert asked == [["push", "sms", "email"]]  # one question for the whole round, not one per channel
+    assert len(core.due_calls(room=lambda chans: True)) == 3  # it stayed queued
+
+
+def test_a_round_that_fails_to_be_built_gives_its_room_back_and_stays_queued() -> None:
+    core = _core()
+    core.accept("e1", "r", "urgent", "t", "b")
+    taken: dict[str, int] = {"push": 0, "sms": 0, "email": 0}
+
+    def room(chans: list[str]) -> bool:
+        for c in chans:
+            taken[c] += 1
+        return True
+
+    def release(chans: list[str]) -> None:
+        for c in chans:
+            taken[c] -= 1
+
+    save, calls = core.store.save, []
+    core.store.save = lambda n: (_ for _ in ()).throw(OSError("disk full"))  # the round's write fails
+    with pytest.raises(OSError, match="disk full"):
+        core.due_calls(room=room, release=release)
+    assert taken == {"push": 0, "sms": 0, "email": 0}
+    core.store.save = save
+    calls = core.due_calls(room=room, release=release)
+    assert [(c.channel, c.call_no) for c in calls] == [("push", 1)] and taken["push"] == 1  # no phantom attempt

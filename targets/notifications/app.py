@@ -76,14 +76,22 @@ class Dispatcher(BackgroundLoop):
             for cond in self._ready.values():
                 cond.notify_all()
 
-    def _room(self, channel: str) -> bool:
+    def _room(self, channels: list[str]) -> bool:
+        """Room in every bulkhead of a round, taken all at once or not at all (a round refused on
+        one channel must not hold slots on the others)."""
         with self._count:
             # as many waiting as running, no more: a deeper buffer behind the priority decision
             # would make an urgent call wait behind every reminder already handed over
-            if self.in_flight[channel] >= self.capacity[channel] * 2:
+            if any(self.in_flight[c] >= self.capacity[c] * 2 for c in channels):
                 return False
-            self.in_flight[channel] += 1
+            for c in channels:
+                self.in_flight[c] += 1
             return True
+
+    def _release(self, channels: list[str]) -> None:
+        with self._count:
+            for c in channels:
+                self.in_flight[c] -= 1
 
     def _hand_over(self, call: Call) -> None:
         with self._count:
@@ -104,7 +112,7 @@ class Dispatcher(BackgroundLoop):
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                calls = self.core.due_calls(time.time(), limit=256, room=self._room)
+                calls = self.core.due_calls(time.time(), limit=256, room=self._room, release=self._release)
             except Exception as e:  # logged and counted (GET /health); the next turn retries
                 self.health.failed("dispatcher", e)
                 calls = []

@@ -256,32 +256,49 @@ class NotificationsCore:
         return {p: len(q) for p, q in self._queues.items()}
 
     def due_calls(self, now: float | None = None, limit: int = 1_000,
-                  room: Callable[[str], bool] | None = None) -> list[Call]:
-        """Provider calls due now, urgent first. ``room(channel)`` lets a bulkhead refuse more work."""
+                  room: Callable[[list[str]], bool] | None = None,
+                  release: Callable[[list[str]], None] | None = None) -> list[Call]:
+        """Provider calls due now, urgent first. ``room(channels)`` lets the bulkheads refuse more
+        work (all of a round's channels or none); ``release(channels)`` gives back what ``room``
+        granted to a round that then failed to be built. A round that fails stays queued: the
+        calls already built are returned, and the failure is raised on a turn that built none."""
         now = self.clock() if now is None else now
         calls: list[Call] = []
+        failure: Exception | None = None
         with self._mutex:
             for priority in PRIORITIES:
                 queue, held_back = self._queues[priority], []
-                while queue and queue[0][0] <= now and len(calls) < limit:
+                while queue and queue[0][0] <= now and len(calls) < limit and failure is None:
                     item = heapq.heappop(queue)
-                    n = self.store.load(item[2])
-                    if n is None or n.status in ("delivered", "failed"):
-                        continue
-                    picked = self._plan(n, now)
-                    if picked is None:
-                        continue
-                    if room is not None and not all(room(c) for c in picked):
-                        held_back.append(item)  # that channel's bulkhead is full; the others go on
+                    granted: list[str] = []
+                    try:
+                        n = self.store.load(item[2])
+                        if n is None or n.status in ("delivered", "failed"):
+                            continue
+                        picked = self._plan(n, now)
+                        if picked is None:
+                            continue
+                        if room is not None and not room(picked):
+                            held_back.append(item)  # a bulkhead of this round is full; the others go on
+                            continue
+                        granted = picked
+                        built = [self._call(n, channel, now) for channel in picked]
+                        n.status = "sending"
+                        self.store.save(n)
+                    except Exception as e:  # noqa: BLE001 - kept queued, its bulkhead room given back
+                        if granted and release is not None:
+                            release(granted)
+                        held_back.append(item)
+                        failure = e
                         continue
                     for channel in picked:
                         self.breakers[channel].admit(now)
-                        calls.append(self._call(n, channel, now))
-                    n.status = "sending"
-                    self.store.save(n)
+                    calls.extend(built)
                     self.in_flight[n.notification_id] = len(picked)
                 for item in held_back:
                     heapq.heappush(queue, item)
+        if failure is not None and not calls:
+            raise failure
         return calls
 
     def _plan(self, n: Notification, now: float) -> list[str] | None:
