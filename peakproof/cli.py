@@ -210,15 +210,14 @@ def _serve_case(args: argparse.Namespace) -> int:
               flush=True)
         case.serve(args, db, policy)
         return 0
-    import uvicorn
+    from targets._lean import serve_asgi
 
     from .providers import ProviderConfig, ProviderSim, provider_app
 
     sim = ProviderSim(ProviderConfig(multiplier=args.multiplier, down=tuple(args.down), ack_lost=args.ack_lost,
                                      latency=args.latency, seed=args.seed))
     print(f"peakproof: serving providers (push, sms, email) on {where}", file=sys.stderr, flush=True)
-    uvicorn.run(provider_app(sim), host=args.host, port=args.port, loop="uvloop", http="httptools",
-                access_log=False, log_level="warning", backlog=4096)
+    serve_asgi(provider_app(sim), args.host, args.port, args.http)
     return 0
 
 
