@@ -107,7 +107,13 @@ def measure(commit: str, http: str, args: argparse.Namespace) -> dict[str, Any]:
                              timeout=10)
             r.raise_for_status()
         pipelined_load(target.url, recipients, 1.0, args.connections, args.depth)  # warm-up
-        return pipelined_load(target.url, recipients, args.seconds, args.connections, args.depth)
+        t0 = time.time()
+        out = pipelined_load(target.url, recipients, args.seconds, args.connections, args.depth)
+        t1 = time.time()
+        if args.deliver:  # did delivery keep up? the providers' record, over the same window
+            calls = requests.get(f"{providers.base}/calls", timeout=60).json()["calls"]
+            out["delivery_calls_per_s"] = sum(1 for c in calls if t0 <= c["at"] <= t1) / (t1 - t0)
+        return out
 
 
 def main() -> None:
@@ -128,8 +134,10 @@ def main() -> None:
             if commit == "each" and http == "lean" and args.commit == "both":
                 continue  # the old path's figure is the before; lean is measured on the design's store
             r = measure(commit, http, args)
+            delivered = (f"; provider calls in the same window {r['delivery_calls_per_s']:,.0f}/s"
+                         if "delivery_calls_per_s" in r else "")
             print(f"  commit={commit:5s} http={http:7s}  {r['per_s']:8,.0f} answers/s  ({r['answered']:,} in "
-                  f"{r['seconds']:.1f} s; statuses {r['statuses']})")
+                  f"{r['seconds']:.1f} s; statuses {r['statuses']}{delivered})")
     print("goal: >= 5,000 accepts/s on one core")
 
 
