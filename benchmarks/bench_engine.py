@@ -58,6 +58,10 @@ def open_model(url: str, rate: float, seconds: float) -> dict:
             "peak_sent": load["peak_sent_per_s"], "p99_ms": _ms((doc["slos"][0].get("actual") or {}).get("value"))}
 
 
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rates", type=float, nargs="+", default=[3000, 4000, 5000, 5500, 6000, 7000])
@@ -85,7 +89,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1000

@@ -14,10 +14,10 @@ CLI, bursts); the load engine has its own over gevent (``GeventTransport`` in
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Callable, Protocol
 
+from .codec import dumps, loads
 from .history import FAIL, INFO, OK, History, Op
 
 
@@ -116,7 +116,7 @@ def call(history: History, transport: Transport, f: str, args: dict[str, Any], m
          headers: dict[str, str] | None = None, name: str | None = None) -> Op:
     """Send one request through ``transport``, record it in ``history``, return the completed op."""
     op = history.invoke(process, f, args, intended_time)
-    data = None if body is None else json.dumps(body).encode()
+    data = None if body is None else dumps(body)
     hdrs = {**JSON_HEADERS, **headers} if headers else JSON_HEADERS
     op.send_time = time.time()
     try:
@@ -137,7 +137,7 @@ NO_BODY_ALLOWED = ("PUT", "DELETE")
 def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any],
              method: str = "GET") -> Op:
     try:
-        doc = json.loads(content) if content else None
+        doc = loads(content) if content else None
     except ValueError:
         doc = None
     if 200 <= status < 300:

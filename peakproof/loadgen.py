@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import gevent
-import gevent.pool
+import gevent.event
 from locust import LoadTestShape, User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
@@ -214,7 +214,7 @@ def scenario(cls: type[Scenario]) -> type[Scenario]:
 
 
 # The options live in .loadopts (imported for its listener on Locust's parser).
-from . import loadopts  # noqa: E402,F401
+from . import loadopts  # noqa: E402,F401  (imported for its listener)
 
 
 # -- engine state, one per process --------------------------------------------------------------
@@ -397,17 +397,17 @@ class DispatchContext:
 
 
 class GeventTransport:
-    """geventhttpclient connection pools as a :class:`peakproof.http.Transport`, reporting to Locust.
+    """The engine's HTTP transport (a :class:`peakproof.http.Transport`), reporting to Locust.
 
-    FastHttpSession costs about half the engine's rate in per-request bookkeeping, so the
-    engine talks to geventhttpclient directly and fires Locust's ``request`` event itself
-    (Locust's statistics and HTML report stay whole). Any HTTP answer below 500 is a
-    success to Locust (a sold-out 409 is the system working); 5xx and transport errors
-    are failures there too.
+    Plain ``http`` goes through :class:`peakproof.wire.WireClient` (kept-alive sockets and a
+    C parser, about half geventhttpclient's CPU a request); ``https`` through
+    geventhttpclient. Locust's statistics are fed in batches (:class:`StatsBatch`). Any HTTP
+    answer below 500 is a success to Locust (a sold-out 409 is the system working); 5xx
+    and transport errors are failures there too.
     """
 
     def __init__(self, environment: Any, concurrency: int, timeout: float) -> None:
-        self.fire = environment.events.request.fire
+        self.stats = StatsBatch(environment)
         self.concurrency = concurrency
         self.timeout = timeout
         self._clients: dict[str, Any] = {}
@@ -418,25 +418,46 @@ class GeventTransport:
         origin, path = (url, "/") if cut < 0 else (url[:cut], url[cut:])
         client = self._clients.get(origin)
         if client is None:
-            from geventhttpclient import HTTPClient
             from geventhttpclient.url import URL
 
             u = URL(origin + "/")
-            client = self._clients[origin] = HTTPClient(u.host, u.port, ssl=u.scheme == "https",
-                                                        concurrency=self.concurrency, network_timeout=self.timeout,
-                                                        connection_timeout=self.timeout, insecure=True)
+            if u.scheme == "https":
+                from geventhttpclient import HTTPClient
+
+                client = _TlsClient(HTTPClient(u.host, u.port, ssl=True, concurrency=self.concurrency,
+                                               network_timeout=self.timeout, connection_timeout=self.timeout,
+                                               insecure=True))
+            else:
+                from .wire import WireClient
+
+                client = WireClient(u.host, u.port, self.concurrency, self.timeout)
+            self._clients[origin] = client
         return client, path
 
     def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> tuple[int, bytes]:
         client, path = self._client(url)
         start = time.perf_counter()
         try:
-            resp = client.request(method, path, body=body, headers=headers)
-            content = resp.read()
-            status = resp.status_code
+            status, content = client.request(method, path, body, headers)
+        except TransportError as e:
+            self.stats.add(method, name, (time.perf_counter() - start) * 1000, 0, e)
+            raise
+        self.stats.add(method, name, (time.perf_counter() - start) * 1000, len(content),
+                       None if status < 500 else f"HTTP {status}")
+        return status, content
+
+
+class _TlsClient:
+    """geventhttpclient for ``https`` URLs, with the wire client's interface and outcomes."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def request(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
+        try:
+            resp = self.client.request(method, path, body=body, headers=headers)
+            return resp.status_code, resp.read()
         except Exception as e:  # noqa: BLE001 - every transport failure becomes a TransportError
-            self.fire(request_type=method, name=name, response_time=(time.perf_counter() - start) * 1000,
-                      response_length=0, exception=e, context={})
             text = f"{type(e).__name__}: {e}"
             low = text.lower()
             if isinstance(e, ConnectionRefusedError) or "refused" in low:
@@ -444,10 +465,78 @@ class GeventTransport:
             if isinstance(e, (TimeoutError, gevent.Timeout)) or "timeout" in low or "timed out" in low:
                 raise TransportError("timeout", text) from None
             raise TransportError("reset" if "reset" in low or "closed" in low else "error", text) from None
-        self.fire(request_type=method, name=name, response_time=(time.perf_counter() - start) * 1000,
-                  response_length=len(content),
-                  exception=None if status < 500 else RuntimeError(f"HTTP {status}"), context={})
-        return status, content
+
+
+class StatsBatch:
+    """Locust's request statistics, fed in batches rather than one ``request`` event a request.
+
+    Firing the event and logging each request cost ~10 µs an arrival; the batch keeps the
+    answers in a list and adds them to Locust's entries every ``interval`` s in bulk: the
+    same counts, sums, extremes, per-second counts and rounded response-time buckets that
+    ``RequestStats.log_request`` keeps (``tests/test_wire.py`` compares the two). When
+    another listener than Locust's own is on the ``request`` event (a plugin), every
+    request is fired to it as usual.
+    """
+
+    interval = 0.25
+
+    def __init__(self, environment: Any) -> None:
+        self.environment = environment
+        self.rows: list[tuple[str, str, float, int, Any, float]] = []
+        self.last_flush = time.monotonic()
+
+    def add(self, method: str, name: str, response_time: float, length: int, error: Any) -> None:
+        self.rows.append((method, name, response_time, length, error, time.time()))
+
+    def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        event = self.environment.events.request
+        stats = getattr(self.environment, "stats", None)
+        if stats is None or len(getattr(event, "_handlers", ())) != 1:
+            for method, name, rt, length, error, _ in rows:  # someone else listens: fire as Locust would
+                event.fire(request_type=method, name=name, response_time=rt, response_length=length,
+                           exception=None if error is None else (error if isinstance(error, BaseException)
+                                                                 else RuntimeError(error)), context={})
+            return
+        bulk_log(stats, rows)
+
+
+def bulk_log(stats: Any, rows: list[tuple[str, str, float, int, Any, float]]) -> None:
+    """Add ``rows`` (method, name, response time in ms, length, error or None, when) to a Locust
+    ``RequestStats`` as ``log_request`` (and ``log_error`` for the errors) one by one would."""
+    from collections import Counter
+
+    from locust.stats import bucket_response_time
+
+    groups: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
+    for method, name, rt, length, error, at in rows:
+        groups.setdefault((name, method), []).append((rt, length, at))
+        if error is not None:
+            stats.log_error(method, name, error if isinstance(error, BaseException) else RuntimeError(error))
+    for key, items in groups.items():
+        for entry in (stats.entries[key], stats.total):
+            _bulk_entry(entry, items, bucket_response_time, Counter)
+
+
+def _bulk_entry(entry: Any, items: list[tuple[float, int, float]], bucket: Callable[[float], int], counter: Any) -> None:
+    last = max(at for _, _, at in items)
+    if entry.use_response_times_cache and entry.last_request_timestamp and int(last) > int(entry.last_request_timestamp):
+        entry._cache_response_times(int(last) - 1)
+    rts = [rt for rt, _, _ in items]
+    entry.num_requests += len(items)
+    for sec, k in counter(int(at) for _, _, at in items).items():
+        entry.num_reqs_per_sec[sec] += k
+    entry.last_request_timestamp = max(last, entry.last_request_timestamp or 0)
+    entry.total_response_time += sum(rts)
+    low, high = min(rts), max(rts)
+    entry.min_response_time = low if entry.min_response_time is None else min(entry.min_response_time, low)
+    entry.max_response_time = max(entry.max_response_time, high)
+    for b, k in counter(map(bucket, rts)).items():
+        entry.response_times[b] += k
+    entry.total_content_length += sum(length for _, length, _ in items)
 
 
 class OpenModelUser(User):
@@ -482,7 +571,7 @@ def _dispatch(eng: Engine) -> None:
     transport = GeventTransport(eng.environment, max(1, min(opts.connections, opts.pool_size)), opts.request_timeout)
     driver = sc.make_driver(eng.history, transport)
     rnd = random.Random(opts.seed * 1009 + index)
-    pool = gevent.pool.Pool(max(1, opts.pool_size))
+    pool = Slots(max(1, opts.pool_size))
     # Align to the run's start: workers got the master's t0 (same machine, same clock).
     if not eng.is_worker:
         eng.started_wall = time.time()  # a local run starts when its dispatcher does
@@ -503,12 +592,14 @@ def _dispatch(eng: Engine) -> None:
     counters = eng.counters
     max_late = opts.max_lateness
     bound = min(opts.max_run_seconds, sc.bound_seconds())
-    while i < n or followups or pool.free_count() < pool.size:
+    while i < n or followups or pool.busy:
         now = time.monotonic() - t0_mono
         if now > bound:
             sys.stderr.write(f"peakproof: the run reached its bound of {bound:.0f} s; stopping\n")
             break
         progress.tick(now, i)
+        if time.monotonic() - transport.stats.last_flush > StatsBatch.interval:
+            transport.stats.flush()  # Locust's statistics, a batch at a time
         due: list[Arrival] = []
         while i < n and schedule[i].t <= now:
             due.append(schedule[i])
@@ -541,7 +632,60 @@ def _dispatch(eng: Engine) -> None:
         else:
             gevent.sleep(max(0.0, min(0.05, nxt - (time.monotonic() - t0_mono))))
     pool.join(timeout=opts.request_timeout + 1)
+    transport.stats.flush()
     progress.tick(time.monotonic() - t0_mono, i, final=True)
+
+
+class Slots:
+    """A bound on the arrivals in flight, each in a raw greenlet: what ``gevent.pool.Pool`` gives
+    the dispatcher (full, wait for a slot, join) at a third of its cost a spawn (no Greenlet
+    object, no links, no set of members)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.busy = 0
+        self._room = gevent.event.Event()  # set when a slot frees while the dispatcher waits for one
+        self._idle = gevent.event.Event()  # set when the last one ends while someone joins
+        self.waiting = False
+
+    def full(self) -> bool:
+        return self.busy >= self.size
+
+    def spawn(self, fn: Callable[..., None], *args: Any) -> None:
+        self.busy += 1
+        gevent.spawn_raw(self._run, fn, args)
+
+    def _run(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        finally:
+            self.busy -= 1
+            if self.waiting:
+                self._room.set()
+                if not self.busy:
+                    self._idle.set()
+
+    def wait_available(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.full():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._room.clear()
+            self.waiting = True
+            try:
+                self._room.wait(left)
+            finally:
+                self.waiting = False
+
+    def join(self, timeout: float) -> None:
+        if self.busy:
+            self._idle.clear()
+            self.waiting = True
+            try:
+                self._idle.wait(timeout)
+            finally:
+                self.waiting = False
 
 
 def _perform(eng: Engine, ctx: DispatchContext, a: Arrival) -> None:

@@ -1,0 +1,152 @@
+"""The load engine's HTTP/1.1 client: kept-alive gevent sockets and httptools' C parser.
+
+Why not geventhttpclient (Locust's FastHttpUser client): a request there builds a header
+object, a response object and a parser per call, about half of the engine's CPU per
+arrival. Here a connection owns one parser for its whole life, a request is one
+``sendall`` of bytes built with one format, and a response is read into the connection's
+own fields (status, body, keep-alive). What the engine needs and nothing more: no
+redirects, cookies, proxies or TLS (an ``https`` URL goes to the slower client).
+
+Outcomes follow :class:`peakproof.http.TransportError`: refused (nothing was sent),
+timeout, reset (the connection broke: the outcome is unknown), error (garbage on the wire).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import gevent
+import gevent.lock
+import gevent.select
+import gevent.socket
+import httptools
+
+from .http import TransportError
+
+IDLE_CHECK_SECONDS = 1.0  # a connection idle longer is checked for a close from the server before reuse
+
+
+class _Conn:
+    """One kept-alive connection: its socket, its parser, and the answer being read."""
+
+    __slots__ = ("sock", "parser", "status", "body", "complete", "keep_alive", "idle_since")
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.parser = httptools.HttpResponseParser(self)
+        self.status = 0
+        self.body: list[bytes] = []
+        self.complete = False
+        self.keep_alive = True
+        self.idle_since = 0.0
+
+    # httptools' callbacks
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        self.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, data: bytes) -> None:
+        self.body.append(data)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class WireClient:
+    """Up to ``concurrency`` kept-alive connections to one origin (``host``, ``port``)."""
+
+    def __init__(self, host: str, port: int, concurrency: int, timeout: float) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.host_header = host if port == 80 else f"{host}:{port}"
+        self.idle: list[_Conn] = []  # LIFO: the warmest connection first
+        self.slots = gevent.lock.Semaphore(max(1, concurrency))
+        self._heads: dict[tuple[str, str, int], bytes] = {}
+
+    def head(self, method: str, path: str, headers: dict[str, str]) -> bytes:
+        """The request line and headers, built once per (method, path, header set) and cached."""
+        key = (method, path, id(headers))
+        head = self._heads.get(key)
+        if head is None:
+            lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}"]
+            lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() not in ("host", "content-length")]
+            head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
+            if len(self._heads) < 4096:  # paths that vary per request (ids) are not worth keeping
+                self._heads[key] = head
+        return head
+
+    def _connect(self) -> _Conn:
+        try:
+            sock = gevent.socket.create_connection((self.host, self.port), timeout=self.timeout)
+        except ConnectionRefusedError as e:
+            raise TransportError("refused", f"connection refused by {self.host}:{self.port}: {e}") from None
+        except socket.timeout:
+            raise TransportError("refused", f"could not connect to {self.host}:{self.port} within {self.timeout} s") from None
+        except OSError as e:
+            raise TransportError("refused", f"could not connect to {self.host}:{self.port}: {e}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return _Conn(sock)
+
+    def _take(self) -> _Conn:
+        while self.idle:
+            conn = self.idle.pop()
+            if time.monotonic() - conn.idle_since > IDLE_CHECK_SECONDS and _closed_by_peer(conn.sock):
+                conn.close()  # the server's keep-alive timeout: not a finding, just a new connection
+                continue
+            return conn
+        return self._connect()
+
+    def request(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
+        data = self.head(method, path, headers) + (b"%d\r\n\r\n" % len(body) + body if body else b"0\r\n\r\n")
+        self.slots.acquire()
+        conn = None
+        try:
+            conn = self._take()
+            conn.status, conn.complete, conn.keep_alive = 0, False, True
+            conn.body = []
+            sock, parser = conn.sock, conn.parser
+            sock.sendall(data)
+            while not conn.complete:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    if conn.status and not conn.keep_alive:  # a body delimited by the close
+                        conn.complete = True
+                        break
+                    raise TransportError("reset", "the server closed the connection before a whole answer")
+                parser.feed_data(chunk)
+            status, content = conn.status, b"".join(conn.body)
+            if conn.keep_alive:
+                conn.idle_since = time.monotonic()
+                self.idle.append(conn)
+            else:
+                conn.close()
+            conn = None
+            return status, content
+        except TransportError:
+            raise
+        except socket.timeout:
+            raise TransportError("timeout", f"no answer within {self.timeout} s") from None
+        except httptools.HttpParserError as e:
+            raise TransportError("error", f"not an HTTP/1.1 answer: {e}") from None
+        except OSError as e:
+            raise TransportError("reset", f"{type(e).__name__}: {e}") from None
+        finally:
+            if conn is not None:
+                conn.close()
+            self.slots.release()
+
+
+def _closed_by_peer(sock: Any) -> bool:
+    """Readable while no request is out: the server closed it (or sent garbage); either way, drop it."""
+    try:
+        readable, _, _ = gevent.select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
