@@ -234,7 +234,8 @@ class Engine:
     worker_parts: list[list[Any]] = field(default_factory=list)
     workers_done: int = 0
     counters: dict[str, int] = field(default_factory=lambda: {"due": 0, "sent": 0, "late": 0, "dropped": 0,
-                                                                 "pool_full": 0, "late_by_pool": 0})
+                                                                 "pool_full": 0, "late_by_pool": 0,
+                                                                 "late_by_pool_busy": 0})
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
     # (kind, text): "target" (it refused, answered 500 or garbage: a finding) or "harness" (our bug)
@@ -349,7 +350,7 @@ def _on_done(msg: Any, **_: Any) -> None:
     eng = ENGINE
     assert eng is not None
     for k, v in msg.data["counters"].items():
-        eng.counters[k] = eng.counters.get(k, 0) + v
+        eng.counters[k] = max(eng.counters.get(k, 0), v) if k.endswith("_max") else eng.counters.get(k, 0) + v
     for sec, v in msg.data["dropped_by_second"].items():
         eng.dropped_by_second[int(sec)] = eng.dropped_by_second.get(int(sec), 0) + v
     eng.harness_errors.extend(msg.data.get("harness_errors", []))
@@ -512,24 +513,27 @@ def bulk_log(stats: Any, rows: list[tuple[str, str, float, int, Any, float]]) ->
     from locust.stats import bucket_response_time
 
     groups: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
+    every: list[tuple[float, int, float]] = []
     for method, name, rt, length, error, at in rows:
-        groups.setdefault((name, method), []).append((rt, length, at))
+        item = (rt, length, at)
+        groups.setdefault((name, method), []).append(item)
+        every.append(item)
         if error is not None:
             stats.log_error(method, name, error if isinstance(error, BaseException) else RuntimeError(error))
     for key, items in groups.items():
-        for entry in (stats.entries[key], stats.total):
-            _bulk_entry(entry, items, bucket_response_time, Counter)
+        _bulk_entry(stats.entries[key], items, bucket_response_time, Counter)
+    _bulk_entry(stats.total, every, bucket_response_time, Counter)
 
 
 def _bulk_entry(entry: Any, items: list[tuple[float, int, float]], bucket: Callable[[float], int], counter: Any) -> None:
-    last = max(at for _, _, at in items)
+    last = items[-1][2]  # Locust keeps the time of the last request logged
     if entry.use_response_times_cache and entry.last_request_timestamp and int(last) > int(entry.last_request_timestamp):
         entry._cache_response_times(int(last) - 1)
     rts = [rt for rt, _, _ in items]
     entry.num_requests += len(items)
     for sec, k in counter(int(at) for _, _, at in items).items():
         entry.num_reqs_per_sec[sec] += k
-    entry.last_request_timestamp = max(last, entry.last_request_timestamp or 0)
+    entry.last_request_timestamp = last
     entry.total_response_time += sum(rts)
     low, high = min(rts), max(rts)
     entry.min_response_time = low if entry.min_response_time is None else min(entry.min_response_time, low)
@@ -588,6 +592,9 @@ def _dispatch(eng: Engine) -> None:
 
     ctx = DispatchContext(driver, rnd, t0_wall, t0_mono, later)
     progress = _Progress(eng, len(schedule))
+    waits: list[tuple[float, float]] = []  # (start, end) of each wait for a free slot, run time
+    cpu = CpuWatch()
+    gevent.spawn_raw(cpu.run)
     i, n = 0, len(schedule)
     counters = eng.counters
     max_late = opts.max_lateness
@@ -611,12 +618,18 @@ def _dispatch(eng: Engine) -> None:
             counters["due"] += 1
             if pool.full():
                 counters["pool_full"] += 1
+                wait_start = time.monotonic() - t0_mono
                 pool.wait_available(timeout=max(0.0, a.t + max_late - (time.monotonic() - t0_mono)))
                 pool_wait_end = time.monotonic() - t0_mono
+                # the wait covers this arrival's instant unless the dispatcher was already behind it
+                waits.append((a.t if wait_start - a.t <= opts.late_threshold else wait_start, pool_wait_end))
             lateness = time.monotonic() - t0_mono - a.t
             if lateness > opts.late_threshold and a.t <= pool_wait_end:
-                # the dispatcher sat waiting for the target's answers while this one fell due
+                # the dispatcher sat waiting for answers while this one fell due: the target's latency,
+                # unless this process's own loop was too busy to read the answers that had come
                 counters["late_by_pool"] += 1
+                if not _fell_due_in(waits, a.t):
+                    counters["late_by_pool_busy"] += 1  # late already: the generator was behind when it fell due
             if lateness > max_late or pool.full():
                 counters["dropped"] += 1
                 sec = int(a.t)
@@ -633,7 +646,41 @@ def _dispatch(eng: Engine) -> None:
             gevent.sleep(max(0.0, min(0.05, nxt - (time.monotonic() - t0_mono))))
     pool.join(timeout=opts.request_timeout + 1)
     transport.stats.flush()
+    cpu.stopped = True
+    counters["cpu_percent_max"] = max(counters.get("cpu_percent_max", 0), cpu.percent())
     progress.tick(time.monotonic() - t0_mono, i, final=True)
+
+
+class CpuWatch:
+    """How much of the CPU it could get this process used while dispatching, in %.
+
+    When the pool of in-flight requests fills, either the target is slow to answer or this
+    process is too busy to read the answers that came (they wait in its socket buffers). The
+    second shows as a process using all the CPU it can get: its CPU time over wall time,
+    divided by the share of a core a short busy probe gets (1.0 on a quiet core, about 0.5
+    beside a busy neighbour, so a starved generator is seen as saturated too).
+    """
+
+    interval = 0.2
+    probe = 0.001  # s of CPU burnt per probe: 0.5% of a core
+
+    def __init__(self) -> None:
+        self.cpu0, self.wall0 = time.process_time(), time.monotonic()
+        self.available: list[float] = []
+        self.stopped = False
+
+    def run(self) -> None:
+        while not self.stopped:
+            gevent.sleep(self.interval)
+            wall, cpu = time.perf_counter(), time.process_time()
+            while time.process_time() - cpu < self.probe:
+                pass
+            self.available.append(min(1.0, (time.process_time() - cpu) / max(1e-9, time.perf_counter() - wall)))
+
+    def percent(self) -> int:
+        used = (time.process_time() - self.cpu0) / max(1e-9, time.monotonic() - self.wall0)
+        available = sum(self.available) / len(self.available) if self.available else 1.0
+        return round(100 * min(1.0, used / max(0.05, available)))
 
 
 class Slots:
@@ -686,6 +733,14 @@ class Slots:
                 self._idle.wait(timeout)
             finally:
                 self.waiting = False
+
+
+def _fell_due_in(waits: list[tuple[float, float]], t: float) -> bool:
+    """Did instant ``t`` fall inside a wait for a free slot (the pool full of unanswered requests)?"""
+    import bisect
+
+    k = bisect.bisect_right(waits, (t, float("inf"))) - 1
+    return k >= 0 and waits[k][0] <= t <= waits[k][1]
 
 
 def _perform(eng: Engine, ctx: DispatchContext, a: Arrival) -> None:
@@ -876,7 +931,7 @@ def _offered_load(eng: Engine, history: History, thresholds: list[Any] = ()) -> 
     planned = [a.t for a in sc.arrivals()]
     c = eng.counters
     counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], eng.dropped_by_second,
-                            c.get("late_by_pool", 0))
+                            c.get("late_by_pool", 0), c.get("late_by_pool_busy", 0), c.get("cpu_percent_max", 0))
     settings = LoadSettings(opts.late_threshold, opts.max_lateness, opts.offered_tolerance, opts.pool_size,
                             _process_count(eng), opts.calibrated_rate, sc.peak_rate())
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
@@ -886,6 +941,10 @@ def _offered_load(eng: Engine, history: History, thresholds: list[Any] = ()) -> 
     details = {"offered load": {"planned arrivals (curve)": len(planned), "due (incl. follow-ups)": c["due"],
                                 "sent": c["sent"], f"sent > {limit_ms:g} ms late": c["late"], "dropped": c["dropped"],
                                 "arrivals that found the pool full": c["pool_full"],
-                                "late or dropped while the pool was full (the target's latency)": c.get("late_by_pool", 0),
+                                "late or dropped while the pool was full": c.get("late_by_pool", 0),
+                                "... of them already late when they fell due (the generator behind, not the pool)":
+                                    c.get("late_by_pool_busy", 0),
+                                "generator CPU, busiest process (% of a core while dispatching)":
+                                    c.get("cpu_percent_max", 0),
                                 "max lateness before drop (s)": opts.max_lateness}}
     return [result], charts, details

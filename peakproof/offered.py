@@ -5,8 +5,11 @@ When too few did, the cause decides the outcome:
 
 * the curve's peak is above what this machine offered in calibration: the load asked for
   could not be offered here, whatever else happened: **"unknown"** (INCONCLUSIVE);
-* the pool of in-flight requests was full (the target's latency held it): the target
-  could not take the load: **False** (FAIL);
+* most late arrivals fell due while the dispatcher waited for a free slot in a pool full
+  of unanswered requests (the target's latency held it): the target could not take the load: **False** (FAIL);
+* the pool filled, but most late arrivals were late before any wait for a slot (the
+  generator behind the curve; answers waited unread in its buffers): **"unknown"**
+  (INCONCLUSIVE), like any generator shortfall;
 * otherwise the generator's own CPU fell behind the curve: the harness did not test the
   promise at the load asked for: **"unknown"** (INCONCLUSIVE), with the fix (a lower
   ``--scale``, more ``--processes`` / workers) and, when a calibration ran, what this
@@ -48,6 +51,11 @@ class LoadCounters:
     pool_full: int = 0
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     late_by_pool: int = 0  # late or dropped because the dispatcher was waiting for a free slot
+    late_by_pool_busy: int = 0  # ... of them already late when they fell due: the generator was behind
+    cpu_percent: int = 0  # the busiest generator process: CPU used while dispatching, % of what it could get
+
+
+SATURATED_CPU_PERCENT = 85  # a generator this busy cannot tell its own slowness from the target's
 
 
 def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: Iterable[float],
@@ -67,7 +75,8 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     limit = 1 - s.offered_tolerance
     measures = {"actual": Measure(round(on_time, 4), "share"), "limit": Measure(limit, "share", ">=")}
     counts = {"due": c.due, "planned": sum(target.values()), "sent": c.sent, "late": c.late, "dropped": c.dropped,
-              "pool_full": c.pool_full, "late_by_pool": c.late_by_pool, "peak_target_per_s": peak_target,
+              "pool_full": c.pool_full, "late_by_pool": c.late_by_pool,
+              "late_by_pool_busy": c.late_by_pool_busy, "generator_cpu_percent": c.cpu_percent, "peak_target_per_s": peak_target,
               "peak_sent_per_s": peak_sent}
     name = "offered_load_matches_curve"
     if c.due == 0:
@@ -88,7 +97,20 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
                            note=f"{head}; the curve's peak ({peak_target:,}/s) is above what this machine offered "
                                 f"in calibration ({capacity:,.0f}/s): " + generator_sentence(peak_target, s),
                            chances=c.due, chance_kind="due arrivals", **measures)
-    if c.late_by_pool > (c.late + c.dropped) / 2:
+    by_target = c.late_by_pool - c.late_by_pool_busy
+    saturated = c.cpu_percent >= SATURATED_CPU_PERCENT
+    if c.late_by_pool > (c.late + c.dropped) / 2 and (saturated or by_target <= (c.late + c.dropped) / 2):
+        # the pool filled, but the generator used all the CPU it could get (answers waited unread in its
+        # buffers), or most arrivals were late before any wait for a slot: the generator was behind
+        why = (f"the generator used {c.cpu_percent}% of the CPU it could get while the pool was full, so the "
+               f"answers may have waited unread in its own buffers" if saturated else
+               f"{c.late_by_pool_busy:,} of them were late already when they fell due, not while the dispatcher "
+               f"waited for a free slot")
+        return CheckResult(name, "unknown", counts, None,
+                           note=f"{head}; {why}: the generator, not the target, may have held the pool; "
+                                + generator_sentence(peak_target, s),
+                           chances=c.due, chance_kind="due arrivals", **measures)
+    if by_target > (c.late + c.dropped) / 2:
         return CheckResult(name, False, counts,
                            f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} in-flight "
                            f"requests was full: the target's latency held the pool (the target could not take the "

@@ -3,6 +3,8 @@ the generator's shortfall is the harness's, the target's is the target's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from peakproof.calibrate import CalibrationResult, auto_scale, processes_for
@@ -75,6 +77,21 @@ def test_a_target_whose_latency_filled_the_pool_fails() -> None:
     c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=40, late_by_pool=3_900)
     r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
     assert r.valid is False and "pool" in (r.first_violation or "")
+
+
+def test_arrivals_late_before_the_pool_held_them_are_the_generator_s_shortfall_not_the_target_s() -> None:
+    # late before the pool ever held them up: the generator was behind, the target is not to blame
+    c = LoadCounters(due=10_000, sent=7_000, late=1_000, dropped=3_000, pool_full=40, late_by_pool=3_900,
+                     late_by_pool_busy=3_500, cpu_percent=40)
+    r = judge_offered_load(c, [i / 1000 for i in range(10_000)], [], SETTINGS)
+    assert r.valid == "unknown" and "3,500 of them were late already when they fell due" in (r.note or "")
+    # each fell due while the dispatcher waited, but the generator used all the CPU it could get
+    r = judge_offered_load(replace(c, late_by_pool_busy=0, cpu_percent=97), [i / 1000 for i in range(10_000)], [],
+                           SETTINGS)
+    assert r.valid == "unknown" and "used 97% of the CPU it could get" in (r.note or "")
+    # the same shortfall, each late arrival falling due while the dispatcher waited for a slot: the target's
+    r = judge_offered_load(replace(c, late_by_pool_busy=100, cpu_percent=30), [i / 1000 for i in range(10_000)], [], SETTINGS)
+    assert r.valid is False
 
 
 def test_a_curve_above_what_the_machine_offered_in_calibration_is_inconclusive_whatever_filled_the_pool() -> None:
