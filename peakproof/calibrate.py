@@ -49,8 +49,8 @@ class CalibrationResult:
 
 
 def run_calibration(case: Case, url: str, loadtests: Path, *, latency: bool, admin_token: str | None = None,
-                    extra: list[str] | None = None, timeout: float = 120.0) -> CalibrationResult:
-    """One Locust process, the case's calibration scenario, against ``url``."""
+                    extra: list[str] | None = None, timeout: float = 120.0, pin: int | None = None) -> CalibrationResult:
+    """One Locust process, the case's calibration scenario, against ``url`` (on core ``pin`` if given)."""
     import time
 
     with tempfile.TemporaryDirectory(prefix="peakproof-calibrate-") as tmp:
@@ -63,6 +63,8 @@ def run_calibration(case: Case, url: str, loadtests: Path, *, latency: bool, adm
         if admin_token:
             cmd += ["--admin-token", admin_token]
         cmd += extra or []
+        if pin is not None:
+            cmd = ["taskset", "-c", str(pin)] + cmd
         t0 = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -37,7 +37,7 @@ def _positive(kind: type) -> object:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="peakproof", description="Prove system designs keep their promises at peak load.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,models}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{serve,run,plan,models}")
 
     s = sub.add_parser("serve", help="serve a reference target or the provider simulator (127.0.0.1 by default)")
     s.add_argument("case", choices=[*CASES, "providers"], help="what to serve")
@@ -141,6 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", default="reports")
     r.add_argument("--skip-properties", action="store_true", help="only the load scenario and the in-process opening")
     r.add_argument("--skip-load", action="store_true", help="only the properties (no calibration, no load)")
+    pl = sub.add_parser("plan", help="measure this machine's generator and print how many processes/machines the "
+                                     "seed's full peak needs, with the commands to run it")
+    pl.add_argument("case", nargs="?", default="tickets", choices=list(CASES))
+    pl.add_argument("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
+                    help="the target to plan for (its answer time sizes the pool); default: the embedded reference")
+    pl.add_argument("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
+                    help="notifications: the providers' base URL (default: start the simulator)")
+    pl.add_argument("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"))
+    pl.add_argument("--pool-size", type=_positive(int), default=1000, help="in-flight requests per process")
     _add_models_parser(sub)
     return p
 
@@ -228,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "models":
             return _run_models(args)
+        if args.command == "plan":
+            from .plan import plan_command
+
+            return plan_command(args)
         from .runner import run
 
         case = CASES[args.case]

@@ -255,36 +255,77 @@ class Engine:
 ENGINE: Engine | None = None
 
 
+OWN_OPTIONS: dict[str, Any] = {}  # options that belong to this process, not to the run (a worker's address)
+_ENVIRONMENT: list[Any] = []  # this process's Locust environment (a worker builds its engine from the plan)
+LAST: dict[str, Any] = {}  # the last run's verdict, for the web UI: outcome, reasons, lines, report
+
+
 @events.init.add_listener
 def _init(environment: Any, **_: Any) -> None:
     global ENGINE
     opts = environment.parsed_options
     if opts is None:
         return
-    name = opts.scenario
-    if name not in SCENARIOS:
-        listing = "\n".join(f"  {n}: {SCENARIOS[n].description}" for n in sorted(SCENARIOS))
-        sys.stderr.write(f"peakproof: --scenario: expected one of the scenarios below; got {name!r}.\n"
-                         f"{listing}\nName one with --scenario NAME (or PEAKPROOF_SCENARIO).\n")
-        sys.exit(2)
-    try:
-        parse_thresholds(opts.slo or [])
-    except UsageError as e:
-        sys.stderr.write(f"peakproof: {e}\n")
-        sys.exit(2)
-    ENGINE = Engine(environment, SCENARIOS[name](opts, environment.host or ""))
     runner = environment.runner
+    _ENVIRONMENT.append(environment)
+    # this process's own: Locust overwrites a worker's options with the master's at each spawn
+    OWN_OPTIONS["source_address"] = getattr(opts, "source_address", None)
     if isinstance(runner, MasterRunner):
         runner.register_message("peakproof_ops", _on_ops)
         runner.register_message("peakproof_done", _on_done)
     elif isinstance(runner, WorkerRunner):
         runner.register_message("peakproof_plan", _on_plan)
+    from . import webui
+
+    webui.install(environment, lambda: ENGINE, LAST)
+    name = opts.scenario
+    if not name and (isinstance(runner, WorkerRunner) or not opts.headless):
+        return  # the web UI's start form names it (a worker: the master's plan does)
+    if not _check_options(opts):
+        sys.exit(2)
+    ENGINE = Engine(environment, SCENARIOS[name](opts, environment.host or ""))
+
+
+def _check_options(opts: Any) -> bool:
+    """The scenario exists and the SLOs parse; else say why on stderr."""
+    name = opts.scenario
+    if name not in SCENARIOS:
+        listing = "\n".join(f"  {n}: {SCENARIOS[n].description}" for n in sorted(SCENARIOS))
+        sys.stderr.write(f"peakproof: --scenario: expected one of the scenarios below; got {name!r}.\n"
+                         f"{listing}\nName one with --scenario NAME (or PEAKPROOF_SCENARIO).\n")
+        return False
+    try:
+        parse_thresholds(opts.slo or [])
+    except UsageError as e:
+        sys.stderr.write(f"peakproof: {e}\n")
+        return False
+    return True
+
+
+def _engine_for_this_start(environment: Any) -> Engine | None:
+    """The engine of the run starting now: the one made at start-up (headless), or, from the web UI,
+    one made from the start form (a new one for each run started there)."""
+    global ENGINE
+    opts = environment.parsed_options
+    if ENGINE is not None and not ENGINE.finished and ENGINE.scenario.name == opts.scenario:
+        return ENGINE
+    if not _check_options(opts):
+        LAST.clear()
+        LAST.update(outcome="NOT STARTED", reasons=[f"--scenario: choose one of {', '.join(sorted(SCENARIOS))} "
+                                                   f"(got {opts.scenario!r})"])
+        gevent.spawn_later(0.1, environment.runner.stop)
+        return None
+    LAST.clear()
+    ENGINE = Engine(environment, SCENARIOS[opts.scenario](opts, environment.host or ""))
+    return ENGINE
 
 
 @events.test_start.add_listener
 def _test_start(environment: Any, **_: Any) -> None:
-    eng = ENGINE
-    if eng is None or eng.is_worker:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    eng = _engine_for_this_start(environment)
+    if eng is None:
         return
     eng.started_wall, eng.started_mono = time.time(), time.monotonic()
     try:
@@ -314,7 +355,9 @@ def _test_start(environment: Any, **_: Any) -> None:
         eng.started_wall = time.time() + 1.0
         n = max(1, environment.runner.worker_count)
         environment.runner.send_message("peakproof_plan", {"count": n, "shared": eng.shared,
-                                                          "t0": eng.started_wall})
+                                                          "t0": eng.started_wall, "scenario": eng.scenario.name,
+                                                          "options": _options_of(environment.parsed_options),
+                                                          "host": environment.host})
     else:
         eng.share = (0, 1)
     gevent.spawn(_monitor_loop, eng)
@@ -327,7 +370,22 @@ def _test_stop(environment: Any, **_: Any) -> None:
         _finish(eng)  # stopped early (bound reached, Ctrl-C): judge what was recorded
 
 
+def _options_of(opts: Any) -> dict[str, Any]:
+    from .loadopts import OPTIONS
+
+    return {k: getattr(opts, k) for k in OPTIONS if hasattr(opts, k) and k != "source_address"}
+
+
 def _on_plan(msg: Any, **_: Any) -> None:
+    global ENGINE
+    name = msg.data.get("scenario")
+    if name and (ENGINE is None or ENGINE.finished or ENGINE.scenario.name != name):
+        # the master chose the scenario (its start form or its command line): run that, with its options
+        env = _ENVIRONMENT[-1]
+        for k, v in (msg.data.get("options") or {}).items():
+            setattr(env.parsed_options, k, v)
+        env.host = env.host or msg.data.get("host")
+        ENGINE = Engine(env, SCENARIOS[name](env.parsed_options, env.host or ""))
     eng = ENGINE
     assert eng is not None
     if msg.data["count"] == 0:  # the master's setup failed: nothing to send
@@ -407,8 +465,9 @@ class GeventTransport:
     and transport errors are failures there too.
     """
 
-    def __init__(self, environment: Any, concurrency: int, timeout: float) -> None:
+    def __init__(self, environment: Any, concurrency: int, timeout: float, source: str | None = None) -> None:
         self.stats = StatsBatch(environment)
+        self.source = source
         self.concurrency = concurrency
         self.timeout = timeout
         self._clients: dict[str, Any] = {}
@@ -431,7 +490,7 @@ class GeventTransport:
             else:
                 from .wire import WireClient
 
-                client = WireClient(u.host, u.port, self.concurrency, self.timeout)
+                client = WireClient(u.host, u.port, self.concurrency, self.timeout, self.source)
             self._clients[origin] = client
         return client, path
 
@@ -572,7 +631,8 @@ def _dispatch(eng: Engine) -> None:
     index, count = eng.share  # type: ignore[misc]
     sc = eng.scenario
     schedule = sc.arrivals()[index::count]
-    transport = GeventTransport(eng.environment, max(1, min(opts.connections, opts.pool_size)), opts.request_timeout)
+    transport = GeventTransport(eng.environment, max(1, min(opts.connections, opts.pool_size)), opts.request_timeout,
+                                OWN_OPTIONS.get("source_address"))
     driver = sc.make_driver(eng.history, transport)
     rnd = random.Random(opts.seed * 1009 + index)
     pool = Slots(max(1, opts.pool_size))
@@ -872,6 +932,9 @@ def _judge(eng: Engine) -> None:
         history.dump(path.with_suffix(".history.jsonl"))
     eng.environment.process_exit_code = report.outcome.exit_code
     print(_summary(report, path), flush=True)
+    judged = report.judged
+    LAST.update(outcome=str(judged.outcome), reasons=list(judged.reasons), report=str(path),
+                lines=[r.line().splitlines()[0] for group in (report.load, report.checks, report.slos) for r in group])
 
 
 def _conclude_calibration(eng: Engine, sc: Calibration, history: History) -> None:

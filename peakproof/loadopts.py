@@ -26,13 +26,26 @@ class _Group:
         self.group = group
 
     def add_argument(self, *names: str, env_var: str, help: str = "", **kw: Any) -> None:
-        self.group.add_argument(*names, env_var=env_var, help=f"{help} [env {env_var}]".strip(), **kw)
+        # Locust's web UI shows the options marked so (its parser marks only its own add_argument's)
+        name = names[0].lstrip("-").replace("-", "_")
+        secret = kw.pop("is_secret", False)
+        action = self.group.add_argument(*names, env_var=env_var, help=f"{help} [env {env_var}]".strip(), **kw)
+        action.include_in_web_ui = name in IN_WEB_UI
+        action.is_secret, action.is_required, action.is_multiple = secret, False, False
+        if action.dest not in OPTIONS:
+            OPTIONS.append(action.dest)
+
+
+# The start form of Locust's web UI: what a user picks a run by (the rest stays on the command line)
+IN_WEB_UI = ("scenario", "scale", "time_scale", "duration", "provider_url", "admin_token", "lease_seconds",
+             "report_dir")
+OPTIONS: list[str] = []  # every peakproof option's dest: what a master sends its workers
 
 
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
     g = _Group(parser.add_argument_group("peakproof", "open-model scenarios (peakproof)"))
-    g.add_argument("--scenario", env_var="PEAKPROOF_SCENARIO", default="",
+    g.add_argument("--scenario", env_var="PEAKPROOF_SCENARIO", default="", choices=[""] + sorted(_scenarios()),
                    help="which scenario to run (required): " + ", ".join(sorted(_scenarios())) + " ...")
     g.add_argument("--scale", env_var="PEAKPROOF_SCALE", type=float, default=1.0,
                    help="multiply the curve's rate and the case's size (the curve's duration stays)")
@@ -46,6 +59,9 @@ def _options(parser: Any) -> None:
                    help="greenlets (and connections) in flight at most, per process")
     g.add_argument("--connections", env_var="PEAKPROOF_CONNECTIONS", type=int, default=64,
                    help="HTTP connections per process (greenlets beyond it wait for one, timed as latency)")
+    g.add_argument("--source-address", env_var="PEAKPROOF_SOURCE_ADDRESS", default=None,
+                   help="the local address this process's requests leave from (a generator with several "
+                        "addresses or interfaces; e.g. 127.0.0.3)")
     g.add_argument("--request-timeout", env_var="PEAKPROOF_REQUEST_TIMEOUT", type=float, default=5.0)
     g.add_argument("--max-lateness", env_var="PEAKPROOF_MAX_LATENESS", type=float, default=2.0,
                    help="an arrival not sent this many s after its instant is dropped (and counted)")
@@ -53,7 +69,7 @@ def _options(parser: Any) -> None:
                    help="an arrival sent more than this many s after its instant is late (not offered on time)")
     g.add_argument("--offered-tolerance", env_var="PEAKPROOF_OFFERED_TOLERANCE", type=float, default=0.02,
                    help="the run fails when it offered less than the curve by more than this share")
-    g.add_argument("--admin-token", env_var="PEAKPROOF_ADMIN_TOKEN", default=None)
+    g.add_argument("--admin-token", env_var="PEAKPROOF_ADMIN_TOKEN", default=None, is_secret=True)
     g.add_argument("--report-dir", env_var="PEAKPROOF_REPORT_DIR", default="reports")
     g.add_argument("--save-history", env_var="PEAKPROOF_SAVE_HISTORY", action="store_true",
                    help="also write the merged history (one JSON op a line) beside the report")

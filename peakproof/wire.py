@@ -66,8 +66,9 @@ class _Conn:
 class WireClient:
     """Up to ``concurrency`` kept-alive connections to one origin (``host``, ``port``)."""
 
-    def __init__(self, host: str, port: int, concurrency: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, concurrency: int, timeout: float, source: str | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.source = (source, 0) if source else None  # the local address to connect from
         self.host_header = host if port == 80 else f"{host}:{port}"
         self.idle: list[_Conn] = []  # LIFO: the warmest connection first
         self.slots = gevent.lock.Semaphore(max(1, concurrency))
@@ -91,7 +92,8 @@ class WireClient:
 
     def _connect(self) -> _Conn:
         try:
-            sock = gevent.socket.create_connection((self.host, self.port), timeout=self.timeout)
+            sock = gevent.socket.create_connection((self.host, self.port), timeout=self.timeout,
+                                                   source_address=self.source)
         except ConnectionRefusedError as e:
             raise TransportError("refused", f"connection refused by {self.host}:{self.port}: {e}") from None
         except socket.timeout:

@@ -124,3 +124,53 @@ def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: 
           f"p99 from actual send {sent['actual']['value'] * 1000:.0f} ms")
     assert intended["valid"] is False and intended["actual"]["value"] * 1000 > 600
     assert sent["valid"] is True and sent["actual"]["value"] * 1000 < 250
+
+
+def test_a_master_and_two_workers_on_their_own_addresses_give_the_verdict_of_one_process(serve_tickets,
+                                                                                        tmp_path: Path) -> None:
+    """Distributed for real: three Locust processes as three hosts (127.0.0.2 the master, 127.0.0.3 and
+    .4 the workers' requests), the schedule split between the workers, their histories merged on the
+    master, which judges: the same curve's verdict and counts as one process gives."""
+    served = serve_tickets()
+    args = ["--scenario", "tickets-sold-out", "--scale", "0.05", "--duration", "4", "--only-summary",
+            "--loglevel", "WARNING"]
+    single_rc, single, single_out = run_locust(served.url, "tickets-sold-out", tmp_path / "single", "--scale", "0.05",
+                                               "--duration", "4")
+    before = requests.get(f"{served.url}/_arrivals", timeout=5).json()["by_peer"]
+    port = free_port()
+    base = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests")]
+    master = subprocess.Popen(base + ["--headless", "--master", "--master-bind-host", "127.0.0.2", "--master-bind-port",
+                                      str(port), "--expect-workers", "2", "--host", served.url, "--report-dir",
+                                      str(tmp_path / "distributed"), *args],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    workers = [subprocess.Popen(base + ["--worker", "--master-host", "127.0.0.2", "--master-port", str(port),
+                                        "--source-address", f"127.0.0.{k}", "--loglevel", "WARNING"],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for k in (3, 4)]
+    try:
+        out, _ = master.communicate(timeout=120)
+        for w in workers:
+            w.wait(timeout=30)
+    finally:
+        for p in (master, *workers):
+            if p.poll() is None:
+                p.kill()
+    sidecars = list((tmp_path / "distributed").glob("tickets-sold-out-*.json"))
+    assert sidecars, out[-3000:]
+    doc = json.loads(sidecars[0].read_text())
+    after = requests.get(f"{served.url}/_arrivals", timeout=5).json()["by_peer"]
+    sent_from = {peer: after.get(peer, 0) - before.get(peer, 0) for peer in after}
+    planned = int(20_000 * 0.05 * 4)
+    load = check(doc, "load", "offered_load_matches_curve")["counts"]
+    print(f"\nmaster 127.0.0.2, workers 127.0.0.3 and .4: the target counted {sent_from}; merged on the master: "
+          f"planned {load['planned']:,}, sent {load['sent']:,}, late {load['late']:,}; "
+          f"verdict {doc['verdict']['outcome']} (one process: {single['verdict']['outcome']})")
+    assert doc["params"]["processes"] == 2
+    # each worker sent its half of the schedule from its own address, and nothing else was sent
+    assert sent_from.get("127.0.0.3", 0) + sent_from.get("127.0.0.4", 0) == planned
+    assert abs(sent_from["127.0.0.3"] - sent_from["127.0.0.4"]) <= 1
+    assert load["planned"] == load["sent"] == planned
+    # the merged history was judged as one: the same checks, the same outcomes as one process
+    outcome = {(r["name"], str(r["valid"])) for group in ("checks", "slos", "load") for r in doc[group]}
+    assert outcome == {(r["name"], str(r["valid"])) for group in ("checks", "slos", "load") for r in single[group]}
+    assert doc["verdict"]["outcome"] == single["verdict"]["outcome"] == "PASS", out[-3000:]
+    assert master.returncode == single_rc == 0

@@ -58,12 +58,16 @@ class TicketsApp(AsgiApp):
         self.loops = LoopHealth()  # the background loops' errors, shown by GET /health
         self.requests_seen = 0  # independent arrival counter (target side)
         self.arrivals_by_second: dict[int, int] = {}  # wall-clock second -> requests received
+        self.arrivals_by_peer: dict[str, int] = {}  # the client's address -> requests received
         self._batcher = ReservationQueue(self)
 
     def on_request(self, scope: Scope) -> None:
         self.requests_seen += 1
         sec = int(time.time())
         self.arrivals_by_second[sec] = self.arrivals_by_second.get(sec, 0) + 1
+        client = scope.get("client")
+        peer = client[0] if client else "?"
+        self.arrivals_by_peer[peer] = self.arrivals_by_peer.get(peer, 0) + 1
 
     def on_shutdown(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -146,7 +150,8 @@ class TicketsApp(AsgiApp):
     async def _arrivals(self, req: Request) -> Reply:
         # Not part of the contract: requests received per wall-clock second, counted by the
         # target itself, so the harness's offered load can be checked independently.
-        return 200, {"total": self.requests_seen, "by_second": {str(k): v for k, v in self.arrivals_by_second.items()}}
+        return 200, {"total": self.requests_seen, "by_second": {str(k): v for k, v in self.arrivals_by_second.items()},
+                     "by_peer": self.arrivals_by_peer}
 
 
 

@@ -1,0 +1,150 @@
+"""``peakproof plan <case>``: how many generator processes and machines the seed's full peak needs.
+
+A load generator's cost is the cores it needs to offer a curve on time. The plan measures,
+on this machine, the rate one generator process offers on time (>= 98% of arrivals within
+100 ms of their instants: the case's calibration scenario, the same one ``--scale auto``
+uses), and, given a URL, the target's answer time at a low rate. From them it prints how
+many processes and machines of this kind the seed's peak needs (with the case's headroom:
+the calibration probes the cheapest request, the peak mixes heavier ones), how many
+requests will be in flight at the peak (Little's law: rate x answer time) against the
+pool, and the exact commands to run it on one machine or on several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from .calibrate import CalibrationResult, run_calibration
+from .case import Case, get_case
+from .launch import ServedTarget
+
+
+@dataclass
+class Plan:
+    case: str
+    scenario: str
+    peak: float  # the seed's full peak, arrivals/s
+    per_process: float  # arrivals/s one generator process offers on time here
+    headroom: float  # the share of it a process is planned at
+    cores: int
+    target_local: bool  # the target shares this machine's cores (embedded or loopback)
+    answer_p99: float | None  # s, at the calibration's lowest rate (a URL was given or the target is embedded)
+    low_rate: float | None
+    pool_size: int = 1000
+
+    @property
+    def processes(self) -> int:
+        usable = self.per_process * self.headroom
+        return max(1, math.ceil(self.peak / usable)) if usable > 0 else 0
+
+    @property
+    def processes_per_machine(self) -> int:
+        return max(1, self.cores - (1 if self.target_local else 0))
+
+    @property
+    def machines(self) -> int:
+        return math.ceil(self.processes / self.processes_per_machine) if self.processes else 0
+
+    @property
+    def in_flight_per_process(self) -> float | None:
+        if self.answer_p99 is None or not self.processes:
+            return None
+        return self.peak / self.processes * self.answer_p99
+
+
+def make_plan(case: Case, cal: CalibrationResult, *, target_local: bool, pool_size: int = 1000) -> Plan:
+    low = cal.steps[0] if cal.steps else {}
+    p99 = low.get("p99_from_intended")
+    return Plan(case.name, case.scenarios[0], case.peak_rate(), cal.rate, case.headroom, os.cpu_count() or 1,
+                target_local, p99, low.get("rate"), pool_size)
+
+
+def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
+    out = [f"peakproof plan {plan.case}: the seed's full peak on machines like this one ({plan.cores} cores)", ""]
+    out.append(f"  generator, one process:  {plan.per_process:,.0f} arrivals/s on time (>= 98% within 100 ms; "
+               f"{cal.scenario}, {cal.seconds:.1f} s)")
+    if plan.answer_p99 is not None:
+        out.append(f"  target answer time:      p99 {plan.answer_p99 * 1000:,.1f} ms at {plan.low_rate or 0:,.0f} "
+                   f"arrivals/s{'' if url else ' (the embedded reference)'}")
+    out.append(f"  the seed's peak:         {plan.peak:,.2f} arrivals/s ({plan.scenario} at --scale 1)")
+    if not plan.processes:
+        out += ["", f"  no plan: {cal.sentence()}"]
+        return "\n".join(out)
+    usable = plan.per_process * plan.headroom
+    out.append(f"  generator processes:     {plan.processes} = ceil({plan.peak:,.0f} / ({plan.per_process:,.0f} x "
+               f"{plan.headroom:g} headroom = {usable:,.0f}/s each))")
+    where = ("the target shares these cores: one is left to it" if plan.target_local else
+             "the target is elsewhere: every core generates")
+    out.append(f"  per machine:             {plan.processes_per_machine} process(es) ({where})")
+    out.append(f"  machines of this kind:   {plan.machines}")
+    if plan.in_flight_per_process is not None:
+        fits = plan.in_flight_per_process <= plan.pool_size
+        out.append(f"  in flight per process:   {plan.in_flight_per_process:,.0f} at the peak (rate x p99 answer time) "
+                   f"vs a pool of {plan.pool_size:,}: "
+                   + ("fits" if fits else f"raise --pool-size to {math.ceil(plan.in_flight_per_process * 1.5):,}"))
+    host = url or "URL"
+    scale = "--scale 1"
+    out += ["", "  commands:"]
+    if plan.machines <= 1:
+        out.append(f"    peakproof run {plan.case} --target-url {host} {scale} --processes {plan.processes}")
+        out.append(f"    # or Locust itself: locust -f loadtests/ --headless --host {host} --scenario {plan.scenario} "
+                   f"{scale} --processes {plan.processes}")
+    else:
+        out.append("    # on the master (it judges; it sends nothing itself):")
+        out.append(f"    locust -f loadtests/ --headless --master --expect-workers {plan.processes} --host {host} "
+                   f"--scenario {plan.scenario} {scale}")
+        out.append(f"    # on each of the {plan.machines} worker machines (MASTER: the master's address):")
+        out.append(f"    locust -f loadtests/ --worker --master-host MASTER --processes {plan.processes_per_machine}")
+    if plan.processes <= plan.processes_per_machine:
+        out.append("  this machine can replay the full peak by itself.")
+    return "\n".join(out)
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    from .runner import on_loopback, project_dir
+
+    case = get_case(args.case)
+    if not case.calibration:
+        print(f"peakproof plan: {case.name} has no calibration scenario", file=sys.stderr)
+        return 2
+    loadtests = project_dir("loadtests")
+    with ExitStack() as stack:
+        url = args.target_url
+        extra: list[str] = []
+        if case.needs_providers:
+            provider_url = args.provider_url or stack.enter_context(ServedTarget("providers")).base
+            extra = ["--provider-url", provider_url]
+        target_local = url is None or on_loopback(url)
+        where = url
+        if url is None:
+            served = stack.enter_context(ServedTarget(case.name, **_served(case, extra)))
+            where = served.url
+            _pin(served.proc.pid if served.proc else None, os.cpu_count() or 1)
+        cal = run_calibration(case, where, loadtests, latency=False, admin_token=args.admin_token,
+                              extra=extra + ["--pool-size", str(args.pool_size)], pin=_generator_core())
+    plan = make_plan(case, cal, target_local=target_local, pool_size=args.pool_size)
+    print(render(plan, url, cal))
+    return 0 if plan.processes else 2
+
+
+def _served(case: Case, extra: list[str]) -> dict[str, object]:
+    return {"provider_url": extra[1]} if case.needs_providers else {}
+
+
+def _generator_core() -> int | None:
+    """The generator on core 0 and the embedded target on the last: one process, one core."""
+    return 0 if (os.cpu_count() or 1) > 1 and shutil.which("taskset") else None
+
+
+def _pin(pid: int | None, cores: int) -> None:
+    if pid and cores > 1 and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(pid, {cores - 1})
+        except OSError:
+            pass
