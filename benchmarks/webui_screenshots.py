@@ -1,11 +1,13 @@
 """Screenshots of peakproof in Locust's web UI, taken by headless Chromium (Debian's ``chromium``).
 
 Starts the reference tickets target and ``locust -f loadtests/`` *without* ``--headless`` and
-without ``--scenario`` (as most Locust users start it), then:
+without ``--scenario`` (as most Locust users start it), then, in the browser (Playwright for
+Python driving Debian's chromium; a tool of this script only, not of peakproof):
 
-1. shoots the start form (the scenario drop-down, scale, time scale; no user-count fields);
-2. starts a run the way the form does (``POST /swarm`` with the form's fields), waits for the
-   verdict at ``/peakproof/verdict``, and shoots the peakproof tab with it.
+1. opens "Custom parameters", picks the scenario in its drop-down, sets scale and duration,
+   and shoots the start form (the user-count fields are disabled: the shape drives the run);
+2. presses START, waits for the verdict at ``/peakproof/verdict``, opens the "peakproof
+   verdict" tab and shoots it.
 
     python benchmarks/webui_screenshots.py [--out reports/webui] [--scenario tickets-sold-out]
 """
@@ -28,17 +30,42 @@ sys.path.insert(0, str(ROOT))
 from peakproof.launch import ServedTarget, free_port  # noqa: E402
 
 
-def shoot(url: str, out: Path, size: str = "1400,1000") -> None:
+def browse(web: str, out: Path, scenario: str, target: str) -> dict:
+    """Fill the start form and start the run as a user would (Playwright driving Debian's chromium:
+    ``pip install playwright``; no browser download), shoot the form and the verdict tab."""
+    from playwright.sync_api import sync_playwright
+
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         raise SystemExit("Debian's chromium is not installed: apt-get install chromium")
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                        f"--user-data-dir={profile}", f"--window-size={size}", "--hide-scrollbars",
-                        "--virtual-time-budget=8000", f"--screenshot={out}", url],
-                       check=True, capture_output=True, timeout=120)
-    print(f"  {out} ({out.stat().st_size:,} bytes) <- {url}")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1150})
+        page.goto(web + "/")
+        page.get_by_text("Custom parameters").click()
+        page.locator("select[name='scenario']").select_option(scenario)  # the registered scenarios
+        for name, value in (("scale", "0.02"), ("duration", "4")):
+            field = page.locator(f"input[name='{name}']")
+            field.fill(value)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(out / "start-form.png"), full_page=True)
+        print(f"  {out / 'start-form.png'}: the start form, {scenario} chosen")
+        page.get_by_role("button", name="Start").click()
+        verdict: dict = {}
+        for _ in range(240):
+            verdict = requests.get(f"{web}/peakproof/verdict", timeout=5).json()
+            if verdict.get("outcome"):
+                break
+            time.sleep(0.5)
+        page.wait_for_timeout(2500)  # the page polls its stats every 2 s
+        page.get_by_role("tab", name="peakproof verdict").click()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(out / "finished-run-verdict.png"), full_page=True)
+        print(f"  {out / 'finished-run-verdict.png'}: the peakproof tab, verdict {verdict.get('outcome')}")
+        browser.close()
+    return verdict
 
 
 def main() -> None:
@@ -62,19 +89,8 @@ def main() -> None:
                     break
                 except requests.ConnectionError:
                     time.sleep(0.1)
-            shoot(web + "/", out / "start-form.png")
-            form = {"scenario": args.scenario, "scale": "0.02", "time_scale": "1", "duration": "4",
-                    "host": served.url}
-            started = requests.post(f"{web}/swarm", data=form, timeout=10).json()
-            print(f"  POST /swarm {form}: {started}")
-            verdict: dict = {}
-            for _ in range(240):
-                verdict = requests.get(f"{web}/peakproof/verdict", timeout=5).json()
-                if verdict.get("outcome"):
-                    break
-                time.sleep(0.5)
+            verdict = browse(web, out, args.scenario, served.url)
             print(f"  verdict: {verdict.get('outcome')}; report {verdict.get('report')}")
-            shoot(web + "/?tab=peakproof", out / "finished-run-verdict.png", "1400,1200")
             report = requests.get(f"{web}/peakproof/report", timeout=10)
             print(f"  GET /peakproof/report: HTTP {report.status_code}, {len(report.content):,} bytes")
         finally:

@@ -847,9 +847,11 @@ class ScenarioShape(LoadTestShape):
 
     def tick(self) -> tuple[int, float] | None:
         eng = ENGINE
+        runner = self.runner
+        if not isinstance(runner, WorkerRunner) and (eng is None or (eng.finished and self.get_run_time() < 1)):
+            eng = _engine_for_this_start(runner.environment)  # a run started from the web UI's form
         if eng is None:
             return None
-        runner = self.runner
         workers = runner.worker_count if isinstance(runner, MasterRunner) else 1
         hard = eng.environment.parsed_options.max_run_seconds
         # the scenario's own bound counts from the end of its setup; --max-run-seconds from the start
