@@ -313,8 +313,7 @@ def _engine_for_this_start(environment: Any) -> Engine | None:
         LAST.clear()
         LAST.update(outcome="NOT STARTED", reasons=[f"--scenario: choose one of {', '.join(sorted(SCENARIOS))} "
                                                    f"(got {opts.scenario!r})"])
-        gevent.spawn_later(0.1, environment.runner.stop)
-        return None
+        return None  # the shape's tick gets no engine and ends the run at once
     LAST.clear()
     ENGINE = Engine(environment, SCENARIOS[opts.scenario](opts, environment.host or ""))
     return ENGINE
@@ -774,25 +773,20 @@ class Slots:
 
     def wait_available(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.full():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._room.clear()
-            self.waiting = True
-            try:
-                self._room.wait(left)
-            finally:
-                self.waiting = False
+        while self.full() and deadline > time.monotonic():
+            self._wait(self._room, deadline - time.monotonic())
 
     def join(self, timeout: float) -> None:
         if self.busy:
-            self._idle.clear()
-            self.waiting = True
-            try:
-                self._idle.wait(timeout)
-            finally:
-                self.waiting = False
+            self._wait(self._idle, timeout)
+
+    def _wait(self, event: Any, timeout: float) -> None:
+        event.clear()
+        self.waiting = True  # only then do the greenlets that end set the events
+        try:
+            event.wait(timeout)
+        finally:
+            self.waiting = False
 
 
 def _fell_due_in(waits: list[tuple[float, float]], t: float) -> bool:

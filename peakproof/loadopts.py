@@ -57,8 +57,9 @@ def _options(parser: Any) -> None:
     g.add_argument("--seed", env_var="PEAKPROOF_SEED", type=int, default=20260730)
     g.add_argument("--pool-size", env_var="PEAKPROOF_POOL_SIZE", type=int, default=1000,
                    help="greenlets (and connections) in flight at most, per process")
-    g.add_argument("--connections", env_var="PEAKPROOF_CONNECTIONS", type=int, default=64,
-                   help="HTTP connections per process (greenlets beyond it wait for one, timed as latency)")
+    g.add_argument("--connections", env_var="PEAKPROOF_CONNECTIONS", type=int, default=1000,
+                   help="HTTP connections per process at most (default: one per request in flight, opened only as "
+                        "needed); fewer makes requests wait for one, timed as latency")
     g.add_argument("--source-address", env_var="PEAKPROOF_SOURCE_ADDRESS", default=None,
                    help="the local address this process's requests leave from (a generator with several "
                         "addresses or interfaces; e.g. 127.0.0.3)")

@@ -82,6 +82,13 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     if c.due == 0:
         return CheckResult(name, "unknown", counts, note="no arrival was due: the run offered nothing",
                            chances=0, chance_kind="due arrivals", **measures)
+    planned_n = sum(target.values())
+    if c.due < planned_n:
+        # stopped before its curve ended (Ctrl-C, the web UI's stop, a bound): the load asked for was not offered
+        return CheckResult(name, "unknown", counts, None,
+                           note=f"the run stopped before its curve ended: {c.due:,} of {planned_n:,} planned arrivals "
+                                f"fell due; the promise was not tested at the load asked for",
+                           chances=c.due, chance_kind="due arrivals", **measures)
     if on_time >= limit:
         return CheckResult(name, True, counts, chances=c.due, chance_kind="due arrivals", **measures)
     lim_ms = s.late_threshold * 1000

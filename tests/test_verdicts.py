@@ -100,6 +100,12 @@ def test_a_curve_above_what_the_machine_offered_in_calibration_is_inconclusive_w
     assert r.valid == "unknown" and "above what this machine offered in calibration (2,000/s)" in (r.note or "")
 
 
+def test_a_run_stopped_before_its_curve_ended_is_inconclusive_however_punctual_its_few_arrivals() -> None:
+    c = LoadCounters(due=3, sent=3, late=0)
+    r = judge_offered_load(c, [i / 200 for i in range(600)], [0.0, 0.005, 0.01], SETTINGS)
+    assert r.valid == "unknown" and "3 of 600 planned arrivals fell due" in (r.note or "")
+
+
 def test_a_curve_offered_on_time_holds() -> None:
     c = LoadCounters(due=1_000, sent=1_000, late=10)
     r = judge_offered_load(c, [i / 100 for i in range(1_000)], [i / 100 for i in range(1_000)], SETTINGS)
