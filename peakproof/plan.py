@@ -126,8 +126,8 @@ def plan_command(args: argparse.Namespace) -> int:
             served = stack.enter_context(ServedTarget(case.name, **_light(case)))
             where = served.url
             _pin(served.proc.pid if served.proc else None, os.cpu_count() or 1)
-        # up to well past the peak: the plan needs the generator's limit, not "at least the peak"
-        top = str(max(40_000.0, 20 * case.peak_rate()))
+        # well past the peak (the plan needs the generator's limit, not "at least the peak"); first step 2% of it
+        top = str(max(40_000.0, 4 * case.peak_rate()))
         cal = run_calibration(case, where, loadtests, latency=False, admin_token=args.admin_token,
                               extra=extra + ["--pool-size", str(args.pool_size), "--calibrate-max-rate", top],
                               pin=_generator_core())
