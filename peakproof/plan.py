@@ -37,6 +37,7 @@ class Plan:
     answer_p99: float | None  # s, at the calibration's lowest rate (a URL was given or the target is embedded)
     low_rate: float | None
     pool_size: int = 1000
+    time_axis: bool = False  # the case's rates grow with --time-scale (the feed): its full peak is --time-scale 1
 
     @property
     def processes(self) -> int:
@@ -62,7 +63,7 @@ def make_plan(case: Case, cal: CalibrationResult, *, target_local: bool, pool_si
     low = cal.steps[0] if cal.steps else {}
     p99 = low.get("p99_from_intended")
     return Plan(case.name, case.scenarios[0], case.peak_rate(), cal.rate, case.headroom, os.cpu_count() or 1,
-                target_local, p99, low.get("rate"), pool_size)
+                target_local, p99, low.get("rate"), pool_size, case.scale_axis == "time_scale")
 
 
 def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
@@ -90,7 +91,7 @@ def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
                    f"vs a pool of {plan.pool_size:,}: "
                    + ("fits" if fits else f"raise --pool-size to {math.ceil(plan.in_flight_per_process * 1.5):,}"))
     host = url or "URL"
-    scale = "--scale 1"
+    scale = "--scale 1 --time-scale 1" if plan.time_axis else "--scale 1"
     out += ["", "  commands:"]
     if plan.machines <= 1:
         out.append(f"    peakproof run {plan.case} --target-url {host} {scale} --processes {plan.processes}")

@@ -44,6 +44,12 @@ def test_a_peak_one_machine_can_offer_is_planned_as_one_run_with_its_processes()
     assert "can replay the full peak by itself" in text
 
 
+def test_the_feed_s_full_peak_is_planned_at_time_scale_one() -> None:
+    plan = make_plan(get_case("feed"), calibration(3_000), target_local=True)
+    assert "peakproof run feed --target-url URL --scale 1 --time-scale 1 --processes 1" in \
+        render(plan, None, calibration(3_000))
+
+
 def test_a_slow_target_needs_a_larger_pool_and_the_plan_says_how_large() -> None:
     plan = make_plan(get_case("tickets"), calibration(8_000, p99=0.9), target_local=False, pool_size=1000)
     plan.cores = 2
