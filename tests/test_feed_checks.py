@@ -7,6 +7,8 @@ from typing import Any
 from peakproof.cases.feed.checks import (FeedAnalysis, deleted_posts_never_shown, feed_is_newest_first,
                                          feed_matches_pull_model, inbox_capped, no_duplicate_items,
                                          pages_do_not_skip_or_repeat, unfollowed_authors_never_shown)
+from peakproof.cases.feed.faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
+from peakproof.cases.feed.lag import lag_charts, percentile, visibility_lags
 from peakproof.history import HandHistory
 
 
@@ -123,3 +125,119 @@ def test_bulk_follows_count_as_one_follow_per_pair() -> None:
     read = h.at(2).ok("read", read_args("c"), page([p]))
     a = FeedAnalysis(h.history)
     assert a.followed_ever(read) == {"b"} and feed_matches_pull_model(a).valid is True
+
+
+# -- the load runs' checks: visibility lag, its charts, the fault scenarios' checks ------------------------
+
+
+def watched(h: HandHistory, pid: str, t: float, shown: list[dict[str, Any]], watcher: str = "a") -> Any:
+    """A watcher's poll for ``pid`` (process ``watch:<pid>``) at ``t`` that showed ``shown``."""
+    return h.at(t).ok("read", read_args(watcher), page(shown), process=f"watch:{pid}")
+
+
+def test_is_deleted_is_true_only_for_a_post_whose_delete_returned_ok() -> None:
+    h, posts = three_posts()
+    h.at(4).ok("delete", {"post_id": "p1"}, {})
+    h.at(4).fail("delete", {"post_id": "p2"}, "not_found")
+    h.at(4).info("delete", {"post_id": "p3"})
+    a = FeedAnalysis(h.history)
+    assert [a.is_deleted(p["post_id"]) for p in posts] == [True, False, False]
+
+
+def test_a_watched_posts_lag_runs_from_its_publish_to_the_first_poll_that_showed_it() -> None:
+    h, posts = three_posts()
+    watched(h, "p3", 3.5, posts[:2][::-1])  # not yet
+    shown = watched(h, "p3", 4.25, posts[::-1])
+    watched(h, "p3", 5.0, posts[::-1])  # later polls do not move the lag
+    watched(h, "p2", 6.0, [posts[0]])  # never shown
+    h.at(6.5).ok("delete", {"post_id": "p2"}, {})
+    h.at(7).info("read", read_args(), process="watch:p1")  # no answer: not a poll that counts
+    watched(h, "ghost", 7.0, [])  # no ok publish of it: left out
+    lags = {x["post_id"]: x for x in visibility_lags(h.history, FeedAnalysis(h.history))}
+    assert set(lags) == {"p3", "p2"}
+    assert lags["p3"]["lag"] == shown.complete_time - posts[2]["created_at"] and lags["p3"]["polls"] == 3
+    assert lags["p3"]["published"] == posts[2]["created_at"] and lags["p3"]["deleted"] is False
+    assert lags["p2"]["lag"] is None and lags["p2"]["deleted"] is True and lags["p2"]["polls"] == 1
+
+
+def lag(published: float, lag_s: float | None, deleted: bool = False) -> dict[str, Any]:
+    return {"post_id": f"p{published}", "published": published, "deleted": deleted, "lag": lag_s, "polls": 1}
+
+
+def test_the_lag_charts_draw_the_share_seen_and_put_unseen_live_posts_at_the_watch_limit() -> None:
+    lags = [lag(10.0, 0.5), lag(11.0, 0.25), lag(12.0, None), lag(13.0, None, deleted=True)]
+    cdf, drift = lag_charts(lags, window=1.0, t0=10.0, watch_windows=3.0)
+    assert cdf.series["seen within x"] == [(0.25, 0.25), (0.5, 0.5)]  # shares of all four watched posts
+    assert drift.series["lag per post"] == [(0.0, 0.5), (1.0, 0.25)]
+    assert drift.series["not seen within 3 s"] == [(2.0, 3.0)]  # the deleted one is not drawn
+    assert drift.series["G2 window"] == [(0.0, 1.0), (2.0, 1.0)]
+    assert "2 of 4 watched posts seen within 3 s" in cdf.note and "polls after 0.05 s" in cdf.note
+    assert "not seen within 3 s" not in lag_charts(lags[:2], 1.0, 10.0, 3.0)[1].series
+
+
+def test_the_lag_percentile_is_the_slos_nearest_rank() -> None:
+    assert percentile([0.4, 0.1, 0.3, 0.2], 0.5) == 0.2 and percentile([0.4, 0.1, 0.3, 0.2], 0.99) == 0.4
+    assert percentile([], 0.99) is None
+
+
+BREACH = {"window": 1.0, "threshold": 100, "rate": 10.0, "predicted": 4.0, "seconds": 10.0, "t0": 0.0}
+FOLLOWERS = {"small": [f"f{i}" for i in range(15)], "star": [f"s{i}" for i in range(500)]}
+
+
+def slowed_run() -> HandHistory:
+    """An author above the threshold (no inbox writes), then one whose 15 followers are 1.5 s of the
+    consumer's 10 writes/s: the queue outlasts the 1 s window at that post's publish (0.5 s)."""
+    h = HandHistory()
+    for t, author in ((0.1, "star"), (0.5, "small")):
+        op = h.at(t).ok("publish", {"author_id": author, "text": "x"}, post(f"{author}-1", author, t))
+        op.intended_time = t
+    return h
+
+
+def test_a_breach_within_a_factor_two_of_the_runs_own_backlog_arithmetic_holds() -> None:
+    samples = [(0.9, {"oldest_pending_age_s": 0.5}), (1.8, {"oldest_pending_age_s": 1.2})]
+    r = g2_breach_matches_backlog_arithmetic(slowed_run().history, [], samples, FOLLOWERS, **BREACH)
+    assert r.valid is True and r.first_violation is None
+    assert r.counts["predicted_s (same arithmetic on this run's posts)"] == 0.5  # the star's post writes nothing
+    assert r.counts["measured_s (publish time of the first fan-out to outlast the window)"] == 0.6
+    assert r.actual is not None and r.actual.value == 1.8 - 1.2 and r.limit.value == (0.25, 1.0)
+
+
+def test_a_breach_far_from_the_arithmetic_or_none_at_all_is_false() -> None:
+    late = [(7.0, {"oldest_pending_age_s": 2.0})]
+    r = g2_breach_matches_backlog_arithmetic(slowed_run().history, [], late, FOLLOWERS, **BREACH)
+    assert r.valid is False and "measured breach 5.00 s vs 0.50 s" in r.first_violation
+    never = g2_breach_matches_backlog_arithmetic(slowed_run().history, [lag(0.5, 0.2)], [], FOLLOWERS, **BREACH)
+    assert never.valid is False and never.first_violation.startswith("G2 was never breached in 10 s")
+
+
+def test_without_stats_the_breach_is_the_first_watched_post_seen_late_and_without_a_queue_the_seeds_figure() -> None:
+    lags = [lag(0.2, 0.5), lag(3.0, 1.5), lag(2.5, None)]
+    r = g2_breach_matches_backlog_arithmetic(HandHistory().history, lags, [], FOLLOWERS, **BREACH)
+    assert r.counts["measured_s (first watched post seen later than the window, by publish time)"] == 2.5
+    assert r.counts["predicted_s (same arithmetic on this run's posts)"] is None
+    assert r.valid is True and r.limit.value == (2.0, 8.0)  # the seed's 4 s, within a factor of two
+
+
+def test_a_consumer_that_could_not_be_slowed_leaves_the_breach_unknown() -> None:
+    r = g2_breach_matches_backlog_arithmetic(slowed_run().history, [], [], FOLLOWERS, **BREACH, slowed=False)
+    assert r.valid == "unknown" and "could not be slowed" in r.note
+
+
+def test_a_degraded_read_must_not_be_empty_while_the_pull_model_has_posts() -> None:
+    h, posts = three_posts()
+    h.at(5).ok("read", read_args(), page(posts[::-1], degraded=True))
+    h.at(5).ok("read", read_args(), page(posts[::-1]))  # not degraded: not this check's
+    r = shard_down_feeds_correct_and_not_empty(FeedAnalysis(h.history))
+    assert r.valid is True and r.counts["degraded_reads"] == 1 and r.counts["mean_items_per_degraded_page"] == 3
+    empty = h.at(6).ok("read", read_args(), page([], degraded=True))
+    r = shard_down_feeds_correct_and_not_empty(FeedAnalysis(h.history))
+    assert r.valid is False and r.counts["empty_pages_with_posts_to_show"] == 1 and r.examples == [empty]
+    assert r.first_violation.startswith("1 degraded pages were empty though the pull model had posts")
+
+
+def test_no_degraded_read_leaves_the_shard_check_unknown() -> None:
+    h, posts = three_posts()
+    h.at(5).ok("read", read_args(), page(posts[::-1]))
+    r = shard_down_feeds_correct_and_not_empty(FeedAnalysis(h.history))
+    assert r.valid == "unknown" and r.counts == {"degraded_reads": 0}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from peakproof import nemesis
 from peakproof.cases.tickets import (TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold, no_oversell,
                                      no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
                                      units_return_exactly_once)
-from peakproof.history import HandHistory
+from peakproof.cases.tickets.lease import (decisions_within_100ms_outside_faults, first_sales,
+                                           sales_resume_within_the_lease)
+from peakproof.history import HandHistory, Op
 
 EXACT = Tolerance(skew=0.0, release_grace=0.0)
 
@@ -224,3 +229,99 @@ def test_a_reset_quota_starts_a_new_epoch() -> None:
     h.fail("reserve", res_args("c"), "sold_out")  # demand above capacity: an oversell was possible
     r = no_oversell(TicketsAnalysis(h.history, EXACT))
     assert r.valid is True and r.chances == 1
+
+
+# -- the lease checks of the fault scenario (tickets-lease-faults) ----------------------------------------
+
+LEASE, SLACK = 2.0, 1.0
+WINDOWS = {"stall": 7.0, "die": 3.0}  # how long each fault's effect may last, s from its start
+
+
+def fault(h: HandHistory, t: float, name: str, applied: bool = True) -> Op:
+    h.at(t)
+    if applied:
+        return h.ok("fault_start", {"fault": name}, None, process=nemesis.NEMESIS)
+    return h.fail("fault_start", {"fault": name}, "not_applied", process=nemesis.NEMESIS)
+
+
+def sale(h: HandHistory, t: float, buyer: str, rid: str | None = None) -> Op:
+    return h.at(t).ok("reserve", res_args(buyer, rid=rid), res_value(f"r-{buyer}"))
+
+
+def decided(h: HandHistory, t: float, took: float, buyer: str, queued: float = 0.0, process: Any = 0) -> Op:
+    """A reserve invoked at ``t`` (meant to start ``queued`` s earlier) answered ``took`` s later."""
+    op = h.at(t).ok("reserve", res_args(buyer), res_value(f"r-{buyer}"), pending=True, process=process)
+    op.intended_time = t - queued
+    return h.at(t + took).finish(op)
+
+
+def test_the_first_sales_are_each_requests_first_ok_answer_by_completion() -> None:
+    h = opened(10)
+    late = h.at(1).ok("reserve", res_args("a"), res_value("r-a"), pending=True)
+    b = sale(h, 2, "b")
+    h.at(3).finish(late)
+    sale(h, 4, "b")  # a replay of b's request: answered without the lock
+    h.at(5).fail("reserve", res_args("c"), "sold_out")
+    c = sale(h, 6, "c", rid="another")
+    assert first_sales(h.history) == [b, late, c]
+
+
+def test_sales_that_resume_within_the_lease_after_a_fault_hold() -> None:
+    h = opened(100)
+    fault(h, 10, "die")
+    for t, buyer in ((11.0, "a"), (13.0, "b"), (14.5, "c"), (30.0, "d")):
+        sale(h, t, buyer)
+    r = sales_resume_within_the_lease(h.history, LEASE, SLACK, WINDOWS)
+    assert r.valid is True and r.chances == 1 and r.first_violation is None
+    assert r.counts == {"faults": 1, "die: longest time without a new sale (s)": 13.0 - 11.0}
+    assert r.actual.value == 2.0 and r.limit.value == LEASE + SLACK
+
+
+def test_a_pause_in_sales_longer_than_the_lease_after_a_fault_is_a_violation_and_replays_are_no_sales() -> None:
+    h = opened(100)
+    fault(h, 10, "stall")
+    sale(h, 10.5, "a")
+    sale(h, 12.0, "a")  # a's replay: no sale, so the pause runs on
+    for t, buyer in ((14.0, "b"), (17.0, "c"), (18.5, "d")):
+        sale(h, t, buyer)
+    r = sales_resume_within_the_lease(h.history, LEASE, SLACK, WINDOWS)
+    assert r.valid is False and r.chances == 1 and r.actual.value == 14.0 - 10.5
+    assert r.first_violation.startswith("after the stall fault no new sale was made for 3.50 s")
+    h2 = opened(100)
+    fault(h2, 10, "die")  # no sale at all in the 3 + 2 s watched
+    r2 = sales_resume_within_the_lease(h2.history, LEASE, SLACK, WINDOWS)
+    assert r2.valid is False and "no new sale was made in the 5.00 s watched after it" in r2.first_violation
+
+
+def test_sales_resume_is_unknown_without_an_applied_fault() -> None:
+    h = opened(100)
+    sale(h, 1, "a")
+    r = sales_resume_within_the_lease(h.history, LEASE, SLACK, WINDOWS)
+    assert r.valid == "unknown" and "no fault was injected" in r.note
+    fault(h, 2, "stall", applied=False)
+    r = sales_resume_within_the_lease(h.history, LEASE, SLACK, WINDOWS)
+    assert r.valid == "unknown" and r.note.startswith("the target refused the nemesis (not_applied")
+
+
+def test_decisions_are_judged_from_their_intended_start_outside_the_faults_windows() -> None:
+    h = opened(100)
+    fault(h, 10, "die")  # its window: 10 to 10 + 3 + 2 (drain) s
+    for t in (1, 2, 3):
+        decided(h, t, 0.05, f"b{t}")
+    decided(h, 9.5, 1.0, "answered-in-the-window")
+    decided(h, 11, 3.0, "invoked-in-the-window")
+    decided(h, 4, 1.0, "probe", process="monitor")
+    r = decisions_within_100ms_outside_faults(h.history, WINDOWS, drain=2.0)
+    assert r.valid is True and r.counts["decisions outside the faults' windows"] == 3
+    assert r.counts["p99 (s)"] == 0.05 and r.limit.value == 0.1
+    decided(h, 20, 0.05, "queued", queued=0.25)  # sent late: 0.3 s from its intended start
+    r = decisions_within_100ms_outside_faults(h.history, WINDOWS, drain=2.0)
+    assert r.valid is False and r.first_violation == "p99 decision time 300 ms outside the faults' windows"
+
+
+def test_decisions_are_unknown_when_every_one_fell_in_a_faults_window() -> None:
+    h = opened(100)
+    fault(h, 10, "stall")
+    decided(h, 12, 0.05, "a")
+    r = decisions_within_100ms_outside_faults(h.history, WINDOWS, drain=2.0)
+    assert r.valid == "unknown" and r.counts == {"decisions": 0}

@@ -137,6 +137,10 @@ class FeedAnalysis:
         """The post's delete returned before this read was invoked."""
         return self._deleted_seq.get(post_id, op.invoke_seq) < op.invoke_seq
 
+    def is_deleted(self, post_id: str) -> bool:
+        """A delete of the post returned ok somewhere in the history."""
+        return str(post_id) in self._deleted_seq
+
     def unfollowed_before(self, op: Op, author: str) -> bool:
         """The last follow/unfollow of ``author`` by this read's user that may have taken effect is an
         unfollow that certainly returned before the read."""
