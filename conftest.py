@@ -1,8 +1,8 @@
 """Project-wide pytest setup: Hypothesis profiles and the options that pick a target.
 
 ``HYPOTHESIS_PROFILE`` selects dev (default), ci (derandomized, no example database,
-reproduction blobs printed) or thorough. ``--target-url URL`` points the properties at a
-running server instead of the in-process reference target.
+reproduction blobs printed) or thorough. The options (``--target-url URL`` and the rest)
+are peakproof's own, declared once in :mod:`peakproof.options` and added by the plugin.
 """
 
 from __future__ import annotations
@@ -24,33 +24,6 @@ if _profile not in ("dev", "ci", "thorough"):
     raise pytest.UsageError(f"HYPOTHESIS_PROFILE: expected dev, ci or thorough; got {_profile!r}. "
                             "Unset it for dev.")
 settings.load_profile(_profile)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("peakproof")
-    group.addoption("--target-url", default=os.environ.get("PEAKPROOF_TARGET_URL"),
-                    help="run the properties against this base URL (e.g. http://127.0.0.1:8000/tickets) "
-                         "instead of the in-process reference target (env PEAKPROOF_TARGET_URL)")
-    group.addoption("--admin-token", default=os.environ.get("PEAKPROOF_ADMIN_TOKEN"),
-                    help="bearer token for the target's admin calls (env PEAKPROOF_ADMIN_TOKEN)")
-    group.addoption("--policy", default="pessimistic", choices=["pessimistic", "optimistic", "none"],
-                    help="locking policy of the in-process reference target (ignored with --target-url)")
-    group.addoption("--provider-url", default=os.environ.get("PEAKPROOF_PROVIDER_URL"),
-                    help="notifications: the providers' base URL whose GET /calls is the ground truth")
-    from peakproof.cases.notifications import DeliveryRules
-
-    for flag, name, kind, text in DeliveryRules.OPTIONS:  # what the target says it does; the checks judge by it
-        env = "PEAKPROOF_" + flag[2:].upper().replace("-", "_")
-        group.addoption(flag, dest=name, type=kind, default=kind(os.environ[env]) if os.environ.get(env) else None,
-                        help=f"notifications: {text} (env {env})")
-    group.addoption("--driver", default=None,
-                    help="module:Class of your own tickets driver, built with base_url=--target-url")
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    url = config.getoption("--target-url")
-    where = url or f"in-process reference target (policy {config.getoption('--policy')})"
-    return f"peakproof: target {where}; hypothesis profile {_profile}"
 
 
 pytest_plugins = ["peakproof.pytest_plugin"]

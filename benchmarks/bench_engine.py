@@ -43,7 +43,10 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from peakproof.cases import get_case  # noqa: E402
 from peakproof.launch import ServedTarget, free_port  # noqa: E402
+
+PEAK = get_case("tickets").peak_rate()  # tickets-sold-out's arrivals/s at --scale 1, from the ported model
 
 GENERATOR_CORE, TARGET_CORE = "0", "1"
 
@@ -125,15 +128,15 @@ def open_model(url: str, rate: float, seconds: float, processes: int = 1) -> dic
     pin = ["taskset", "-c", GENERATOR_CORE] if processes == 1 else []
     with tempfile.TemporaryDirectory() as tmp:
         cmd = pin + [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--headless", "--host", url,
-                     "--scenario", "tickets-sold-out", "--scale", str(rate / 20_000), "--duration", str(seconds),
-                     "--report-dir", tmp, "--only-summary", "--loglevel", "ERROR"]
+                     "--scenario", "tickets-sold-out", "--scale", str(rate / PEAK), "--duration", str(seconds),
+                     "--report-dir", tmp, "--result", f"{tmp}/result.json", "--only-summary", "--loglevel", "ERROR"]
         if processes > 1:
             cmd += ["--processes", str(processes)]
         subprocess.run(cmd, check=False, capture_output=True, cwd=ROOT)
-        found = list(Path(tmp).glob("tickets-sold-out-*.json"))
-        if not found:
+        result = Path(tmp) / "result.json"
+        if not result.exists():
             return {"rate": rate, "on_time": 0.0, "peak_sent": 0, "p99_ms": None, "cpu": None}
-        doc = json.loads(found[0].read_text())
+        doc = json.loads(Path(json.loads(result.read_text())["report"]).with_suffix(".json").read_text())
     load = doc["load"][0]["counts"]
     on_time = (load["sent"] - load["late"]) / load["due"]
     p99 = (doc["slos"][0].get("actual") or {}).get("value") if doc["slos"] else None

@@ -18,30 +18,27 @@ Faults: ``notifications-push-down`` (push answers nothing but failures),
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import gevent
 import gevent.pool
 
 from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
-from dataclasses import replace
-from typing import Callable
-
-from peakproof.cases.notifications import (DeliveryRules, HttpNotifications, NotificationsAnalysis, check_notifications,
+from peakproof.cases.notifications import (CASE, HttpNotifications, NotificationsAnalysis, check_notifications,
                                            peak_minute, urgent_mean_latency)
+from peakproof.cases.notifications.case import rules_of
 from peakproof.errors import SetupFailed, UsageError
 from peakproof.history import OK, History
-from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
-                               scenario)
+from peakproof.load.engine import OpenModelUser, ScenarioShape
+from peakproof.load.scenario import Arrival, Calibration, Context, Handler, Scenario, scenario
 from peakproof.report import Chart
+from peakproof.spec import RunSpec
 
-__all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak"]
-
-PEAK = 1736.11  # notifications/s, derived in the seed
+__all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak", "NotificationsPushDown", "NotificationsAckLost",
+           "NotificationsReminderFlood", "NotificationsCalibrate"]
 # A share of notifications whose status a client reads while the cascade is under way (and
 # again at the end): status_moves_forward needs two reads of one notification to have a chance.
 WATCH_SHARE = 0.05
@@ -81,6 +78,7 @@ DEAD_EVERYWHERE = (("attempt_budget_respected", "a dead address meet every chann
 @scenario
 class NotificationsPeak(Scenario):
     name = "notifications-peak"
+    case = CASE.name
     description = "Case N: the peak minute, 1,736.11 notifications/s over push / SMS / e-mail"
     urgent_share = 0.3
     rate_factor = 1.0
@@ -91,22 +89,21 @@ class NotificationsPeak(Scenario):
     # that held while its count stayed 0 was never put to the test: unknown, never a pass.
     exercises: tuple[tuple[str, str, Callable[[NotificationsAnalysis], int]], ...] = DEAD_EVERYWHERE
 
-    def __init__(self, options: Any, host: str) -> None:
-        super().__init__(options, host)
-        self.provider_url = (getattr(options, "provider_url", None) or os.environ.get("PEAKPROOF_PROVIDER_URL") or "")
-        rules = DeliveryRules.from_options(lambda name: getattr(options, name, None))
-        # the target's rounds: as the user states them, else the seed's 30 s shrunk like the scenario
-        self.rules = rules if getattr(options, "backoff", None) else replace(rules, backoff=30.0 / options.time_scale)
+    def __init__(self, spec: RunSpec) -> None:
+        super().__init__(spec)
+        self.provider_url = spec.opt("provider_url", "")
+        # the target's rules as the spec resolved them (the seed's rounds shrunk like the scenario's time)
+        self.rules = rules_of(spec)
         self.backoff = self.rules.backoff
-        self.seconds = float(options.duration or 60.0)
-        self.set_rate(PEAK * options.scale * self.rate_factor)
+        self.seconds = float(spec.duration or 60.0)
+        self.set_rate(CASE.peak_rate() * spec.number_scale * self.rate_factor)
         self.run_id = ""
         self._arrivals: list[Arrival] | None = None
 
     def set_rate(self, rate: float) -> None:
         self.rate = rate
         self.n = max(1, round(self.rate * self.seconds))
-        self._people = peak_minute(self.n, self.options.seed, urgent_share=self.urgent_share)
+        self._people = peak_minute(self.n, self.spec.seed, urgent_share=self.urgent_share)
 
     def params(self) -> dict[str, Any]:
         return {"notifications": self.n, "rate (per s)": round(self.rate, 2), "seconds": self.seconds,
@@ -116,7 +113,7 @@ class NotificationsPeak(Scenario):
 
     def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
         return HttpNotifications(self.host, self.provider_url, history=history, transport=transport,
-                                 timeout=self.options.request_timeout)
+                                 timeout=self.spec.request_timeout)
 
     # -- master / local ---------------------------------------------------------------------
 
@@ -156,7 +153,7 @@ class NotificationsPeak(Scenario):
             self.set_rate(shared["rate"])
 
     def peak_rate(self) -> float:
-        return PEAK * self.rate_factor
+        return CASE.peak_rate() * self.rate_factor
 
     def finish(self, history: History) -> None:
         """Wait for every cascade to end (3 rounds), then read every notification once."""
@@ -233,8 +230,8 @@ class NotificationsPeak(Scenario):
 
     def arrivals(self) -> list[Arrival]:
         if self._arrivals is None:
-            times = arrival_times(constant(self.rate, self.seconds, "peak minute"), self.options.spacing,
-                                  self.options.seed)
+            times = arrival_times(constant(self.rate, self.seconds, "peak minute"), self.spec.spacing,
+                                  self.spec.seed)
             self._arrivals = [Arrival(t, "notify", i) for i, t in enumerate(times[: self.n])]
         return self._arrivals
 
@@ -244,10 +241,13 @@ class NotificationsPeak(Scenario):
     def make_driver(self, history: History, transport: Any) -> HttpNotifications:
         return self._driver(history, transport)
 
-    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
-        if a.kind == "status":
-            ctx.driver.get_notification(a.data, process="status-reader", intended_time=ctx.intended(a.t))
-            return
+    def handlers(self) -> dict[str, Handler]:
+        return {"notify": self.notify, "status": self.read_status}
+
+    def read_status(self, ctx: Context, a: Arrival) -> None:
+        ctx.driver.get_notification(a.data, process="status-reader", intended_time=ctx.intended(a.t))
+
+    def notify(self, ctx: Context, a: Arrival) -> None:
         i = a.data
         rid, _, _, priority = self._people[i]
         title = TITLES[i % len(TITLES)]
@@ -302,7 +302,7 @@ class NotificationsReminderFlood(NotificationsPeak):
         if self.provider_url:
             self.capacity = self.measure_delivery_capacity()
             if self.capacity:  # twice the capacity, but no more than the generator was given (3x the scaled peak)
-                self.set_rate(min(2 * self.capacity, 3 * PEAK * self.options.scale))
+                self.set_rate(min(2 * self.capacity, 3 * CASE.peak_rate() * self.spec.number_scale))
         return super().setup()
 
     def measure_delivery_capacity(self) -> float:
@@ -311,7 +311,7 @@ class NotificationsReminderFlood(NotificationsPeak):
         d = self._driver()
         d.provider_config(**self.provider_faults)
         tag = "cap" + uuid.uuid4().hex[:6]
-        people = peak_minute(30, self.options.seed + 1)
+        people = peak_minute(30, self.spec.seed + 1)
         for rid, channels, addresses, _ in people:
             d.put_recipient(f"{tag}-{rid}", channels, {k: f"{tag}{v}" for k, v in addresses.items()})
         pool = gevent.pool.Pool(50)
@@ -337,20 +337,18 @@ class NotificationsCalibrate(Calibration):
     """What this machine offers on the accept path: rising rates of reminders to a few recipients."""
 
     name = "notifications-calibrate"
+    case = CASE.name
     description = "Calibration: rising rates of accepted notifications until arrivals go out late or slow"
     latency_limit = 0.5  # an accept that takes longer holds the pool at the peak's rate
 
-    def peak_rate(self) -> float:
-        return PEAK
-
     def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
-        return HttpNotifications(self.host, getattr(self.options, "provider_url", None), history=history,
-                                 transport=transport, timeout=self.options.request_timeout)
+        return HttpNotifications(self.host, self.spec.opt("provider_url"), history=history,
+                                 transport=transport, timeout=self.spec.request_timeout)
 
     def setup(self) -> dict[str, Any]:
         self.run_id = "cal" + uuid.uuid4().hex[:6]
         d = self._driver()
-        people = peak_minute(50, self.options.seed)
+        people = peak_minute(50, self.spec.seed)
         for rid, channels, addresses, _ in people:
             d.put_recipient(f"{self.run_id}-{rid}", channels, addresses, process="setup")
         bad = [op for op in d.history.ops if op.f == "put_recipient" and op.type != OK]
@@ -364,7 +362,7 @@ class NotificationsCalibrate(Calibration):
     def make_driver(self, history: History, transport: Any) -> HttpNotifications:
         return self._driver(history, transport)
 
-    def probe(self, ctx: DispatchContext, a: Arrival) -> None:
+    def probe(self, ctx: Context, a: Arrival) -> None:
         i = a.data[1]
         ctx.driver.notify(f"{self.run_id}-ev{i}", self.recipients[i % len(self.recipients)], "reminder",
                           TITLES[i % len(TITLES)], f"calibration #{i}", process="probe",

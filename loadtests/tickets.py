@@ -20,15 +20,15 @@ import time
 import uuid
 from typing import Any
 
-from peakproof import loadgen, nemesis
-from peakproof.cases.tickets import HttpTickets, OpeningWorkload, buyer_names, check_tickets
-from peakproof.checks import CheckResult, Measure
+from peakproof import nemesis
+from peakproof.cases.tickets import CASE, HttpTickets, OpeningWorkload, buyer_names, check_tickets
+from peakproof.cases.tickets.lease import decisions_within_100ms_outside_faults, sales_resume_within_the_lease
 from peakproof.errors import SetupFailed
 from peakproof.history import INFO, OK, History, Op
-from peakproof.loadgen import (Arrival, Calibration, DispatchContext, OpenModelUser, Scenario, ScenarioShape,
-                               scenario)
+from peakproof.load.engine import OpenModelUser, ScenarioShape
+from peakproof.load.scenario import Arrival, Calibration, Context, Handler, Scenario, scenario
 from peakproof.report import Chart
-from peakproof.slo import statistic
+from peakproof.spec import RunSpec
 from peakproof.arrivals import arrival_times, constant
 
 __all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut", "TicketsLeaseFaults",
@@ -49,21 +49,22 @@ SOLD_OUT_PROMISES = ("no_oversell", "stock_is_conserved")
 @scenario
 class TicketsOpening(Scenario):
     name = "tickets-opening"
+    case = CASE.name
     description = "Case T: 200,000 reservations in 10 s on a 5,000 quota, then the hold window"
     default_slos = ["reserve:p99<=100ms"]
 
-    def __init__(self, options: Any, host: str) -> None:
-        super().__init__(options, host)
+    def __init__(self, spec: RunSpec) -> None:
+        super().__init__(spec)
         base = OpeningWorkload()
-        scale = options.scale
+        scale = spec.number_scale
         self.quota = max(1, round(base.quota * scale))
         self.requests = max(1, round(base.requests * scale))
         self.seconds = base.seconds
-        self.hold = base.hold_seconds / options.time_scale
+        self.hold = base.hold_seconds / spec.number_time_scale
         self.p_single = base.p_single
         self.quota_id = ""
         self._arrivals: list[Arrival] | None = None
-        self._buyers = buyer_names(2_000, options.seed)
+        self._buyers = buyer_names(2_000, spec.seed)
         self._late_confirms = 0
 
     def params(self) -> dict[str, Any]:
@@ -75,8 +76,8 @@ class TicketsOpening(Scenario):
                 "quota id": self.quota_id}
 
     def _driver(self, history: History | None = None, transport: Any = None) -> HttpTickets:
-        return HttpTickets(self.host, admin_token=self.options.admin_token, history=history,
-                           timeout=self.options.request_timeout, transport=transport)
+        return HttpTickets(self.host, admin_token=self.spec.admin_token, history=history,
+                           timeout=self.spec.request_timeout, transport=transport)
 
     # -- master / local ---------------------------------------------------------------------
 
@@ -88,7 +89,7 @@ class TicketsOpening(Scenario):
             raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
         return {"quota_id": self.quota_id}
 
-    def monitor(self, history: History) -> None:
+    def monitor(self, history: History, now: float | None) -> None:
         if self.quota_id:
             self._driver(history).read_quota(self.quota_id, process="monitor")
 
@@ -127,10 +128,10 @@ class TicketsOpening(Scenario):
     def arrivals(self) -> list[Arrival]:
         if self._arrivals is None:
             opening = arrival_times(constant(self.requests / self.seconds, self.seconds, "opening"),
-                                    self.options.spacing, self.options.seed)
+                                    self.spec.spacing, self.spec.seed)
             import random
 
-            rnd = random.Random(self.options.seed)
+            rnd = random.Random(self.spec.seed)
             arr = []
             for i, t in enumerate(opening):
                 qty = 1 if rnd.random() < self.p_single else 2
@@ -148,52 +149,54 @@ class TicketsOpening(Scenario):
     def bound_seconds(self) -> float:
         return self.seconds + 2 * self.hold * 1.05 + LATE_WAVE_SECONDS + 30
 
-    def peak_rate(self) -> float:
-        return OpeningWorkload().requests / self.seconds
-
     def make_driver(self, history: History, transport: Any) -> HttpTickets:
         return self._driver(history, transport)
 
-    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+    def handlers(self) -> dict[str, Handler]:
+        return {"reserve": self.reserve, "retry": self.retry, "confirm": self.confirm, "cancel": self.cancel,
+                "cancel-again": self.cancel_again}
+
+    def reserve(self, ctx: Context, a: Arrival) -> None:
         d: HttpTickets = ctx.driver
         rnd = ctx.random
-        if a.kind == "reserve":
-            i, qty, retry = a.data
-            buyer = f"{self._buyers[i % len(self._buyers)]}-{i}"
-            op = d.reserve(self.quota_id, buyer, qty, f"req-{i}", process=f"buyer-{i}", intended_time=ctx.intended(a.t))
-            if retry:  # the client did not trust the answer and sends the same request again
-                ctx.later(0.2, "retry", (i, qty))
-            elif rnd.random() < OTHER_QUANTITY_SHARE:  # the same request id, another quantity: a 422
-                ctx.later(0.2, "retry", (i, 3 - qty))
-            if op.type == OK and op.value["status"] == "held":
-                if rnd.random() < CONFIRM_SHARE:
-                    ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
-                elif rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
-                    # pays after the hold lapsed: must not be sold (a few on every run, whatever the scale)
-                    self._late_confirms += 1
-                    late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + rnd.uniform(0.3, 1.0)
-                    ctx.later(late, "confirm", op.value["reservation_id"])
-        elif a.kind == "retry":
-            i, qty = a.data
-            d.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
-                      process=f"buyer-{i}", intended_time=ctx.intended(a.t))
-        elif a.kind == "confirm":
-            op = d.confirm(a.data, intended_time=ctx.intended(a.t))
-            if op.type == OK and rnd.random() < CANCEL_SHARE:
-                ctx.later(rnd.uniform(0.1, 1.0), "cancel", a.data)
-        elif a.kind == "cancel":
-            d.cancel(a.data, intended_time=ctx.intended(a.t))
-            if rnd.random() < DOUBLE_CANCEL_SHARE:  # the buyer clicks twice
-                ctx.later(rnd.uniform(0.05, 0.5), "cancel-again", a.data)
-        elif a.kind == "cancel-again":
-            d.cancel(a.data, intended_time=ctx.intended(a.t))
+        i, qty, retry = a.data
+        buyer = f"{self._buyers[i % len(self._buyers)]}-{i}"
+        op = d.reserve(self.quota_id, buyer, qty, f"req-{i}", process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+        if retry:  # the client did not trust the answer and sends the same request again
+            ctx.later(0.2, "retry", (i, qty))
+        elif rnd.random() < OTHER_QUANTITY_SHARE:  # the same request id, another quantity: a 422
+            ctx.later(0.2, "retry", (i, 3 - qty))
+        if op.type == OK and op.value["status"] == "held":
+            if rnd.random() < CONFIRM_SHARE:
+                ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
+            elif rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
+                # pays after the hold lapsed: must not be sold (a few on every run, whatever the scale)
+                self._late_confirms += 1
+                late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + rnd.uniform(0.3, 1.0)
+                ctx.later(late, "confirm", op.value["reservation_id"])
+
+    def retry(self, ctx: Context, a: Arrival) -> None:
+        i, qty = a.data
+        ctx.driver.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
+                           process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+
+    def confirm(self, ctx: Context, a: Arrival) -> None:
+        op = ctx.driver.confirm(a.data, intended_time=ctx.intended(a.t))
+        if op.type == OK and ctx.random.random() < CANCEL_SHARE:
+            ctx.later(ctx.random.uniform(0.1, 1.0), "cancel", a.data)
+
+    def cancel(self, ctx: Context, a: Arrival) -> None:
+        ctx.driver.cancel(a.data, intended_time=ctx.intended(a.t))
+        if ctx.random.random() < DOUBLE_CANCEL_SHARE:  # the buyer clicks twice
+            ctx.later(ctx.random.uniform(0.05, 0.5), "cancel-again", a.data)
+
+    def cancel_again(self, ctx: Context, a: Arrival) -> None:
+        ctx.driver.cancel(a.data, intended_time=ctx.intended(a.t))
 
 
 def _expires_in(reservation: dict[str, Any], hold: float) -> float:
     """Seconds from now until the hold's ``expires_at`` (the target's clock; loopback shares ours),
     or the whole hold window when the answer did not say."""
-    import time
-
     expires = reservation.get("expires_at")
     return max(0.0, float(expires) - time.time()) if isinstance(expires, (int, float)) else hold
 
@@ -201,7 +204,7 @@ def _expires_in(reservation: dict[str, Any], hold: float) -> float:
 def _empty_quota(sc: Scenario, prefix: str) -> str:
     """A new quota with no stock: every reservation takes the sold-out path."""
     quota_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
-    op = HttpTickets(sc.host, admin_token=sc.options.admin_token).put_quota(quota_id, 0, 60.0)
+    op = HttpTickets(sc.host, admin_token=sc.spec.admin_token).put_quota(quota_id, 0, 60.0)
     if op.type != OK:
         raise SetupFailed(f"could not create the quota on {sc.host}: {op.value} {op.error}")
     return quota_id
@@ -216,13 +219,14 @@ class TicketsSoldOut(Scenario):
     """
 
     name = "tickets-sold-out"
+    case = CASE.name
     description = "Case T's sold-out path: constant-rate reservations on an empty quota"
     default_slos = ["reserve:p99<=100ms"]
 
-    def __init__(self, options: Any, host: str) -> None:
-        super().__init__(options, host)
-        self.rate = 20_000 * options.scale
-        self.seconds = float(getattr(options, "duration", 10.0) or 10.0)
+    def __init__(self, spec: RunSpec) -> None:
+        super().__init__(spec)
+        self.rate = CASE.peak_rate() * spec.number_scale
+        self.seconds = float(spec.duration or 10.0)
         self.quota_id = ""
         self._arrivals: list[Arrival] | None = None
 
@@ -238,21 +242,21 @@ class TicketsSoldOut(Scenario):
 
     def arrivals(self) -> list[Arrival]:
         if self._arrivals is None:
-            times = arrival_times(constant(self.rate, self.seconds, "sold-out"), self.options.spacing,
-                                  self.options.seed)
+            times = arrival_times(constant(self.rate, self.seconds, "sold-out"), self.spec.spacing,
+                                  self.spec.seed)
             self._arrivals = [Arrival(t, "reserve", i) for i, t in enumerate(times)]
         return self._arrivals
 
     def bound_seconds(self) -> float:
         return self.seconds + 30
 
-    def peak_rate(self) -> float:
-        return 20_000.0
-
     def make_driver(self, history: History, transport: Any) -> HttpTickets:
         return HttpTickets(self.host, history=history, transport=transport)
 
-    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
+    def handlers(self) -> dict[str, Handler]:
+        return {"reserve": self.reserve}
+
+    def reserve(self, ctx: Context, a: Arrival) -> None:
         ctx.driver.reserve(self.quota_id, f"b{a.data}", 1, f"r{a.data}", process=f"buyer-{a.data}",
                            intended_time=ctx.intended(a.t))
 
@@ -285,18 +289,18 @@ class TicketsLeaseFaults(TicketsOpening):
     CONFIRM_SHARE = 0.05  # each confirm is a write of its own: the lock must stay the reservations' bottleneck
     DECISION_LIMIT = 0.1  # s, the seed's decision time, judged outside the faults' windows
 
-    def __init__(self, options: Any, host: str) -> None:
-        super().__init__(options, host)
-        self.lease = float(getattr(options, "lease_seconds", None) or 2.0)
+    def __init__(self, spec: RunSpec) -> None:
+        super().__init__(spec)
+        self.lease = float(spec.opt("lease_seconds", 2.0))
         # While a lease holds the row, every request in the meantime stays in flight: the rate is
         # capped so that they fit the generator's pool (or arrivals would be dropped for it)
-        pool = int(getattr(options, "pool_size", None) or 1000)
-        self.rate = min(OpeningWorkload().rate * options.scale, pool / (1.5 * self.lease + 1.0))
+        pool = spec.pool_size
+        self.rate = min(OpeningWorkload().rate * spec.number_scale, pool / (1.5 * self.lease + 1.0))
         # when each fault strikes, s from the start: each one's effect is over before the next
         self.plan = [(2.0, "stall", {"seconds": 2 * self.lease}),
                      (2.0 + 2 * self.lease + 1.5, "die", {}),
                      (2.0 + 3 * self.lease + 3.0, "restart", {})]
-        self.seconds = float(getattr(options, "duration", None) or self.plan[-1][0] + self.lease + 1.5)
+        self.seconds = float(spec.duration or self.plan[-1][0] + self.lease + 1.5)
         self.requests = max(1, round(self.rate * self.seconds))
         self.quota = 2 * self.requests + 10  # never sold out: every decision takes the lock
         self.fired: list[tuple[float, str, Op]] = []
@@ -312,9 +316,9 @@ class TicketsLeaseFaults(TicketsOpening):
         if self._arrivals is None:
             import random
 
-            times = arrival_times(constant(self.rate, self.seconds, "lease-faults"), self.options.spacing,
-                                  self.options.seed)
-            rnd = random.Random(self.options.seed)
+            times = arrival_times(constant(self.rate, self.seconds, "lease-faults"), self.spec.spacing,
+                                  self.spec.seed)
+            rnd = random.Random(self.spec.seed)
             self._arrivals = [Arrival(t, "reserve", (i, 1 if rnd.random() < self.p_single else 2, False))
                               for i, t in enumerate(times)]
         return self._arrivals
@@ -322,28 +326,26 @@ class TicketsLeaseFaults(TicketsOpening):
     def bound_seconds(self) -> float:
         return self.seconds + 30
 
-    def perform(self, ctx: DispatchContext, a: Arrival) -> None:
-        if a.kind == "reserve":
-            i, qty, _ = a.data
-            op = ctx.driver.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
-                                    process=f"buyer-{i}", intended_time=ctx.intended(a.t))
-            if op.value == "busy" or op.type == INFO:  # "try again" (or no answer), with the same
-                ctx.later(0.5, "retry", (i, qty))  # request id: a buyer is never served twice
-            elif op.type == OK and ctx.random.random() < self.CONFIRM_SHARE:
-                ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
-            elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed
-                self._late_confirms += 1
-                late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + ctx.random.uniform(0.3, 1.0)
-                ctx.later(late, "confirm", op.value["reservation_id"])
-        else:
-            super().perform(ctx, a)
+    def handlers(self) -> dict[str, Handler]:
+        return {**super().handlers(), "reserve": self.reserve_under_faults}
 
-    def monitor(self, history: History) -> None:
-        super().monitor(history)
-        eng = loadgen.ENGINE
-        if eng is None or not eng.started_wall:
+    def reserve_under_faults(self, ctx: Context, a: Arrival) -> None:
+        i, qty, _ = a.data
+        op = ctx.driver.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, f"req-{i}",
+                                process=f"buyer-{i}", intended_time=ctx.intended(a.t))
+        if op.value == "busy" or op.type == INFO:  # "try again" (or no answer), with the same
+            ctx.later(0.5, "retry", (i, qty))  # request id: a buyer is never served twice
+        elif op.type == OK and ctx.random.random() < self.CONFIRM_SHARE:
+            ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
+        elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed
+            self._late_confirms += 1
+            late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + ctx.random.uniform(0.3, 1.0)
+            ctx.later(late, "confirm", op.value["reservation_id"])
+
+    def monitor(self, history: History, now: float | None) -> None:
+        super().monitor(history, now)
+        if now is None:
             return
-        now = time.time() - eng.started_wall
         d = self._driver()  # the hook's own call is not a buyer's operation: only the fault op is recorded
         while len(self.fired) < len(self.plan) and self.plan[len(self.fired)][0] <= now:
             _, fault, params = self.plan[len(self.fired)]
@@ -368,66 +370,10 @@ class TicketsLeaseFaults(TicketsOpening):
         details["not judged here"] = ("no_oversell: the quota is above all demand, so every decision takes the "
                                       "lock; a holder's late write shows in stock_is_conserved and "
                                       "units_return_exactly_once. The opening judges no_oversell.")
-        checks += [self._sales_resume(history), self._decisions_outside_faults(history)]
+        windows = {fault: self._window(fault) for _, fault, _ in self.plan}
+        checks += [sales_resume_within_the_lease(history, self.lease, self.RESUME_SLACK, windows),
+                   decisions_within_100ms_outside_faults(history, windows, self.DRAIN_SECONDS, self.DECISION_LIMIT)]
         return checks, charts, details
-
-    def _first_sales(self, history: History) -> list[Op]:
-        seen: set[tuple[Any, Any]] = set()
-        first = []
-        for op in sorted((o for o in history.ops if o.f == "reserve" and o.type == OK), key=lambda o: o.complete_time):
-            key = (op.args.get("buyer_id"), op.args.get("request_id"))
-            if key not in seen:  # a replay is answered without the lock: it says nothing of sales
-                seen.add(key)
-                first.append(op)
-        return first
-
-    def _sales_resume(self, history: History) -> CheckResult:
-        """The longest time without a new sale in each fault's window; limit: the lease + slack."""
-        starts = [op for op in history.ops if op.process == nemesis.NEMESIS and op.f == "fault_start"]
-        applied = [op for op in starts if op.type == OK]
-        if not applied:
-            why = (f"the target refused the nemesis ({starts[0].value}: {starts[0].error}): it has no "
-                   f"POST /_nemesis fault hook, so the lease was never put to the test") if starts else \
-                "no fault was injected (the run ended first)"
-            return CheckResult("sales_resume_within_the_lease", "unknown", {"faults": 0}, note=why)
-        sales = [op.complete_time for op in self._first_sales(history)]
-        limit = self.lease + self.RESUME_SLACK
-        gaps: dict[str, float] = {}
-        worst: tuple[float, str] = (0.0, "")
-        for op in applied:
-            fault = op.args["fault"]
-            lo, hi = op.complete_time, op.complete_time + self._window(fault) + 2.0
-            inside = [t for t in sales if lo <= t <= hi]
-            points = [lo, *inside] + ([hi] if not inside or hi - inside[-1] > limit else [])
-            gap = max((b - a for a, b in zip(points, points[1:])), default=hi - lo)
-            gaps[f"{fault}: longest time without a new sale (s)"] = round(gap, 3)
-            worst = max(worst, (gap, fault))
-        ok = worst[0] <= limit
-        watched = self._window(worst[1]) + 2.0
-        took = (f"for {worst[0]:.2f} s" if worst[0] < watched - 1e-6
-                else f"in the {watched:.2f} s watched after it")
-        return CheckResult("sales_resume_within_the_lease", ok, {"faults": len(applied), **gaps},
-                           None if ok else f"after the {worst[1]} fault no new sale was made {took}, "
-                                           f"though buyers kept coming and stock remained: the lock was not freed "
-                                           f"when its lease ran out",
-                           chances=len(applied), chance_kind="faults of the lock holder",
-                           actual=Measure(round(worst[0], 3), "s"), limit=Measure(limit, "s", "<="))
-
-    def _decisions_outside_faults(self, history: History) -> CheckResult:
-        windows = [(w["start"], w["start"] + self._window(w["fault"]) + self.DRAIN_SECONDS)
-                   for w in nemesis.windows(history.ops)]
-        took = [op.complete_time - (op.intended_time or op.invoke_time) for op in history.ops
-                if op.f == "reserve" and op.done and op.process != "monitor"
-                and not any(a <= op.invoke_time <= b or a <= op.complete_time <= b for a, b in windows)]
-        if not took:
-            return CheckResult("decisions_within_100ms_outside_faults", "unknown", {"decisions": 0},
-                               note="no reservation was decided outside the faults' windows")
-        p99 = statistic(sorted(took), "p99")
-        ok = p99 <= self.DECISION_LIMIT
-        return CheckResult("decisions_within_100ms_outside_faults", ok,
-                           {"decisions outside the faults' windows": len(took), "p99 (s)": round(p99, 4)},
-                           None if ok else f"p99 decision time {p99 * 1000:.0f} ms outside the faults' windows",
-                           actual=Measure(round(p99, 4), "s"), limit=Measure(self.DECISION_LIMIT, "s", "<="))
 
 
 @scenario
@@ -435,11 +381,9 @@ class TicketsCalibrate(Calibration):
     """What this machine offers on the opening's commonest request: a reservation on a sold-out quota."""
 
     name = "tickets-calibrate"
+    case = CASE.name
     description = "Calibration: rising rates of sold-out reservations until arrivals go out late"
     latency_limit = 0.1  # the seed's decision threshold
-
-    def peak_rate(self) -> float:
-        return 20_000.0
 
     def setup(self) -> dict[str, Any]:
         self.quota_id = _empty_quota(self, "calibrate")
@@ -449,8 +393,8 @@ class TicketsCalibrate(Calibration):
         self.quota_id = shared["quota_id"]
 
     def make_driver(self, history: History, transport: Any) -> HttpTickets:
-        return HttpTickets(self.host, history=history, transport=transport, timeout=self.options.request_timeout)
+        return HttpTickets(self.host, history=history, transport=transport, timeout=self.spec.request_timeout)
 
-    def probe(self, ctx: DispatchContext, a: Arrival) -> None:
+    def probe(self, ctx: Context, a: Arrival) -> None:
         i = a.data[1]
         ctx.driver.reserve(self.quota_id, f"b{i}", 1, f"r{i}", process="probe", intended_time=ctx.intended(a.t))

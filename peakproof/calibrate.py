@@ -10,16 +10,15 @@ still answers within the case's limit. The load then runs at ``headroom`` of it.
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .case import Case
+from .spec import RunSpec, StageResult
 
 
 @dataclass
@@ -48,34 +47,32 @@ class CalibrationResult:
         return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what})"
 
 
-def run_calibration(case: Case, url: str, loadtests: Path, *, latency: bool, admin_token: str | None = None,
-                    extra: list[str] | None = None, timeout: float = 120.0, pin: int | None = None) -> CalibrationResult:
-    """One Locust process, the case's calibration scenario, against ``url`` (on core ``pin`` if given)."""
+def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = 120.0,
+                    pin: int | None = None, **options: Any) -> CalibrationResult:
+    """One Locust process, the case's calibration scenario, against ``spec``'s target (on core ``pin``
+    if given); ``options`` change the spec for it (e.g. ``calibrate_max_rate``, ``pool_size``)."""
     import time
 
-    with tempfile.TemporaryDirectory(prefix="peakproof-calibrate-") as tmp:
-        out = Path(tmp) / "calibration.json"
-        cmd = [sys.executable, "-m", "locust", "-f", str(loadtests), "--headless", "--host", url,
-               "--scenario", case.calibration, "--calibration-out", str(out), "--only-summary",
-               "--loglevel", "WARNING", "--report-dir", tmp]
-        if latency:
-            cmd.append("--calibrate-latency")
-        if admin_token:
-            cmd += ["--admin-token", admin_token]
-        cmd += extra or []
-        if pin is not None:
-            cmd = ["taskset", "-c", str(pin)] + cmd
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return CalibrationResult(case.calibration, 0.0, error=f"no result within {timeout:.0f} s")
-        seconds = time.monotonic() - t0
-        if not out.exists():
-            tail = (proc.stderr or proc.stdout).strip()[-800:]
-            return CalibrationResult(case.calibration, 0.0, error=f"Locust exited {proc.returncode}: {tail}",
-                                     seconds=seconds)
-        doc = json.loads(out.read_text())
+    result = Path(work) / "calibration-result.json"
+    result.unlink(missing_ok=True)
+    stage = spec.with_options(scenario=case.calibration, calibrate_latency=latency, result=str(result),
+                              report_dir=str(work), html=None, **options)
+    spec_file = stage.dump(Path(work) / "calibration-spec.json")
+    cmd = [sys.executable, "-m", "locust", "-f", str(case.loadtest_file()), "--headless", "--spec", str(spec_file),
+           "--only-summary", "--loglevel", "WARNING"]
+    if pin is not None:
+        cmd = ["taskset", "-c", str(pin)] + cmd
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return CalibrationResult(case.calibration, 0.0, error=f"no result within {timeout:.0f} s")
+    seconds = time.monotonic() - t0
+    if not result.exists():
+        tail = (proc.stderr or proc.stdout).strip()[-800:]
+        return CalibrationResult(case.calibration, 0.0, error=f"Locust exited {proc.returncode}: {tail}",
+                                 seconds=seconds)
+    doc = StageResult.load(result).data
     err = doc.get("error")
     if doc.get("harness_errors"):
         err = f"the calibration scenario raised: {doc['harness_errors'][0].splitlines()[0]}"

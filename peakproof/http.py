@@ -3,7 +3,7 @@
 A transport sends one request and returns (status, body bytes) or raises
 :class:`TransportError`. ``RequestsTransport`` wraps a ``requests.Session`` (properties,
 CLI, bursts); the load engine has its own over gevent (``GeventTransport`` in
-:mod:`peakproof.loadgen`). :func:`call` records the operation and classifies it:
+:mod:`peakproof.load`). :func:`call` records the operation and classifies it:
 
 * 2xx with a body the case's parser accepts: ok; a PUT or DELETE may answer any 2xx with
   no body at all (201 Created, 204 No Content: HTTP allows both), which is ok with ``{}``;

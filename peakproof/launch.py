@@ -14,16 +14,27 @@ from typing import Sequence
 
 import requests
 
-from .case import CASES as _CASES
 from .errors import TargetError
 
-CASES = {**{name: case.path for name, case in _CASES.items()}, "providers": ""}  # what can be served, where
+
+def servable() -> dict[str, str]:
+    """What ``peakproof serve`` can start, and the path its API is served under."""
+    from .cases import all_cases
+
+    return {**{name: case.path for name, case in all_cases().items()}, "providers": ""}
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _flags() -> dict[str, str]:
+    """Each serve option's flag by its name (one name from the spec to ``peakproof serve``)."""
+    from .options import all_options
+
+    return {o.name: o.cli_flag for o in all_options()}
 
 
 class ServedTarget:
@@ -35,8 +46,10 @@ class ServedTarget:
 
     def __init__(self, case: str = "tickets", *, port: int | None = None, db: str | Path | None = None,
                  extra: Sequence[str] = (), startup_timeout: float = 20.0, **options: object) -> None:
-        if case not in CASES:
-            raise TargetError(f"no reference target {case!r}; expected one of {', '.join(CASES)}")
+        paths = servable()
+        if case not in paths:
+            raise TargetError(f"no reference target {case!r}; expected one of {', '.join(paths)}")
+        self.path = paths[case]
         self.case = case
         self.port = port or free_port()
         self._tmp = None
@@ -56,14 +69,15 @@ class ServedTarget:
 
     @property
     def url(self) -> str:
-        return self.base + CASES[self.case]
+        return self.base + self.path
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "peakproof", "serve", self.case, "--host", "127.0.0.1",
                "--port", str(self.port), "--db", str(self.db)]
+        flags = _flags()
         for k, v in self.options.items():
             if v is not None:
-                cmd += [f"--{k.replace('_', '-')}", str(v)]
+                cmd += [flags.get(k, f"--{k.replace('_', '-')}"), str(v)]
         return cmd + self.extra
 
     def start(self) -> "ServedTarget":

@@ -19,6 +19,7 @@ import shutil
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 
 from .calibrate import CalibrationResult, run_calibration
 from .case import Case, get_case
@@ -109,38 +110,33 @@ def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
 
 
 def plan_command(args: argparse.Namespace) -> int:
-    from .runner import on_loopback, project_dir
+    import tempfile
+
+    from .runner import on_loopback
+    from .spec import RunSpec
 
     case = get_case(args.case)
     if not case.calibration:
         print(f"peakproof plan: {case.name} has no calibration scenario", file=sys.stderr)
         return 2
-    loadtests = project_dir("loadtests")
+    spec = RunSpec.from_options(case, lambda name: getattr(args, name, None)).resolved(case)
     with ExitStack() as stack:
-        url = args.target_url
-        extra = ["--provider-url", args.provider_url] if args.provider_url else []
+        work = stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-plan-"))
+        url = spec.target_url
         target_local = url is None or on_loopback(url)
-        where = url
         if url is None:
             # the embedded reference, as light as it goes (notifications: accepts only, no delivery), on the
             # last core: the figure is the generator's, on the first
-            served = stack.enter_context(ServedTarget(case.name, **_light(case)))
-            where = served.url
+            served = stack.enter_context(ServedTarget(case.name, **case.light_options()))
+            spec = spec.with_options(target_url=served.url)
             _pin(served.proc.pid if served.proc else None, os.cpu_count() or 1)
-        # well past the peak (the plan needs the generator's limit, not "at least the peak"); first step 2% of it
-        top = str(max(40_000.0, 4 * case.peak_rate()))
-        cal = run_calibration(case, where, loadtests, latency=False, admin_token=args.admin_token,
-                              extra=extra + ["--pool-size", str(args.pool_size), "--calibrate-max-rate", top],
-                              pin=_generator_core())
-    plan = make_plan(case, cal, target_local=target_local, pool_size=args.pool_size)
+        # well past the peak (the plan needs the generator's limit, not "at least the peak"): 4x it, 40,000/s at
+        # least, so that its first step (2% of the top) is a low rate
+        top = max(40_000.0, 4 * case.peak_rate())
+        cal = run_calibration(case, spec, Path(work), latency=False, pin=_generator_core(), calibrate_max_rate=top)
+    plan = make_plan(case, cal, target_local=target_local, pool_size=spec.pool_size)
     print(render(plan, url, cal))
     return 0 if plan.processes else 2
-
-
-def _light(case: Case) -> dict[str, object]:
-    if case.needs_providers:  # delivery off: nothing is ever sent to this address
-        return {"provider_url": "http://127.0.0.1:9", "extra": ["--no-dispatch"]}
-    return {}
 
 
 def _generator_core() -> int | None:

@@ -1,14 +1,16 @@
-"""Fixtures that hand a property its target (one mechanism for every case): the in-process
-reference, a URL, or a served reference.
+"""The pytest side of peakproof: its options, the fixtures that hand a property its target
+(one mechanism for every registered case), and the properties' result.
 
-Loaded by the project's ``conftest.py`` (``pytest_plugins``); the options themselves are
-declared there.
+Loaded by the project's ``conftest.py`` (``pytest_plugins``). The options are
+:mod:`peakproof.options`' ``pytest`` surface; ``--spec FILE`` (what ``peakproof run``
+passes) reads them all from a run spec instead. A fixture ``<case>_target`` exists for each
+case of the registry. At the end the plugin writes the properties' :class:`StageResult`
+(``--result FILE``): its outcome is judged here, from pytest's own outcomes, never scraped
+from its output.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -16,13 +18,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from .cases import all_cases, get_case
 from .checks import EXERCISED
 from .driver import load_driver
 from .history import History
 from .launch import ServedTarget
-
-
-CASE_PATHS = {"tickets": "/tickets", "notifications": "/notifications", "feed": "/feed"}
+from .options import PYTEST, add_options
+from .spec import RunSpec, StageResult
 
 
 @dataclass
@@ -40,7 +42,7 @@ class Target:
     admin_token: str | None = None
     provider_url: str | None = None
     driver_spec: str | None = None  # module:Class of the user's own driver (built with base_url=url)
-    delivery_rules: Any = None  # notifications: the target's DeliveryRules (budget, breaker, answer timeout)
+    rules: Any = None  # what the target states it does (the case's Case.rules), which the checks judge by
     in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
 
     @property
@@ -50,7 +52,7 @@ class Target:
     def new_driver(self, history: History | None = None, **in_process_options: Any) -> Any:
         """A fresh driver: in process, a new reference core (``in_process_options`` go to it);
         over a URL, a driver of that URL recording into ``history``."""
-        module = importlib.import_module(f"peakproof.cases.{self.case}")
+        module = get_case(self.case).module()
         if self.in_process:
             options = {**self.in_process_options, **in_process_options}
             if self.policy:
@@ -64,50 +66,67 @@ class Target:
     def describe(self) -> str:
         return self.url or f"in-process reference target{f' (policy {self.policy})' if self.policy else ''}"
 
+    @classmethod
+    def from_spec(cls, spec: RunSpec) -> "Target":
+        case = get_case(spec.case)
+        try:
+            rules = case.rules(spec) if case.rules else None
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
+                   rules)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser.getgroup("peakproof"), PYTEST)
+
+
+def spec_for(case: str, config: pytest.Config) -> RunSpec:
+    """The case's spec: ``--spec`` as written, or the command line's options."""
+    path = config.getoption("--spec")
+    if path:
+        spec = RunSpec.load(path)
+        if spec.case != case:
+            pytest.skip(f"--spec {path} is a run of the {spec.case} case")
+        return spec
+    return RunSpec.from_options(get_case(case), lambda name: getattr(config.option, name, None))
+
+
+def target_url(config: pytest.Config) -> str | None:
+    path = config.getoption("--spec")
+    return RunSpec.load(path).target_url if path else config.getoption("--target-url")
+
 
 def target_from_options(case: str, config: pytest.Config) -> Target:
     """The case's :class:`Target` from the command line; skips when the URL serves another case."""
-    opt = config.getoption
-    url = opt("--target-url")
+    spec = spec_for(case, config)
+    url = spec.target_url
     if url:
         path = urlsplit(url).path.rstrip("/")
-        other = [c for c, p in CASE_PATHS.items() if c != case and path.endswith(p)]
+        other = [c.name for c in all_cases().values() if c.name != case and c.path and path.endswith(c.path)]
         if other:
             pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
-                        f"{CASE_PATHS[case]} (or one with no case path)")
-    policy = opt("--policy") if case == "tickets" else None
-    rules = None
-    if case == "notifications":
-        from .cases.notifications import DeliveryRules
-
-        try:
-            rules = DeliveryRules.from_options(lambda name: getattr(config.option, name, None))
-        except ValueError as e:
-            raise pytest.UsageError(str(e)) from None
-    return Target(case, url, policy, opt("--admin-token"), opt("--provider-url"),
-                  opt("--driver") if case == "tickets" else None, delivery_rules=rules)
+                        f"{get_case(case).path} (or one with no case path)")
+    return Target.from_spec(spec)
 
 
-@pytest.fixture(scope="session")
-def tickets_target(request: pytest.FixtureRequest) -> Target:
-    return target_from_options("tickets", request.config)
+def _target_fixture(case: str) -> Callable[..., Target]:
+    def fixture(request: pytest.FixtureRequest) -> Target:
+        return target_from_options(case, request.config)
+
+    fixture.__doc__ = f"The {case} case's target: its in-process reference, or --target-url."
+    return pytest.fixture(scope="session", name=f"{case}_target")(fixture)
 
 
-@pytest.fixture(scope="session")
-def notifications_target(request: pytest.FixtureRequest) -> Target:
-    return target_from_options("notifications", request.config)
-
-
-@pytest.fixture(scope="session")
-def feed_target(request: pytest.FixtureRequest) -> Target:
-    return target_from_options("feed", request.config)
+for _name in all_cases():  # one fixture per registered case: <case>_target
+    globals()[f"{_name}_target"] = _target_fixture(_name)
 
 
 @pytest.fixture
 def in_process_only(request: pytest.FixtureRequest) -> None:
     """For properties that decide what the target cannot be told over HTTP (provider answers,
     interleavings, partial fan-out): skipped with ``--target-url``, where their URL twins run."""
-    if request.config.getoption("--target-url"):
+    if target_url(request.config):
         pytest.skip("an in-process property (it controls the target's insides); with --target-url its "
                     "over-HTTP counterpart runs instead")
 
@@ -115,7 +134,7 @@ def in_process_only(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="session")
 def tickets_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A URL that serves the tickets contract: --target-url, or the reference server started here."""
-    url = request.config.getoption("--target-url")
+    url = target_url(request.config)
     if url:
         yield url
         return
@@ -138,8 +157,62 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
         t.__exit__(None, None, None)
 
 
+class _Outcomes:
+    """What the session's tests came to: counted from pytest's reports, not from its output."""
+
+    def __init__(self) -> None:
+        self.counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+        self.first_failure = ""
+
+
+_OUTCOMES = _Outcomes()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    c = _OUTCOMES.counts
+    if report.when == "call" or (report.when != "call" and report.outcome != "passed"):
+        key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
+                                                            "failed" if report.when == "call" else "errors")
+        c[key] += 1
+        if key in ("failed", "errors") and not _OUTCOMES.first_failure:
+            text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
+            lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
+            _OUTCOMES.first_failure = f"{report.nodeid}: {(lines[0] if lines else text.strip()[-300:])[:300]}"
+
+
+def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
+                      chances: dict[str, int]) -> StageResult:
+    """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
+    PASS when some ran and all held, INCONCLUSIVE otherwise (none ran, or pytest itself went wrong)."""
+    idle = sorted(name for name, n in chances.items() if not n)
+    detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
+    if idle:
+        detail += f"; not exercised by the properties (the load must): {', '.join(idle)}"
+    if counts["failed"]:
+        return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail,
+                           data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
+    if exitstatus == 0 and counts["passed"]:
+        return StageResult("properties", "PASS", [], detail=detail,
+                           data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
+    why = ("no property ran against the target (all skipped or none collected)" if exitstatus in (0, 5)
+           else f"pytest exited {exitstatus} (an error in the harness or its options)"
+           + (f": {first_failure}" if first_failure else ""))
+    return StageResult("properties", "INCONCLUSIVE", [why], detail=detail,
+                       data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    out = config.getoption("--result", None)
+    if not out and config.getoption("--spec", None):
+        out = RunSpec.load(config.getoption("--spec")).result
+    if out:
+        properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure,
+                          dict(EXERCISED)).dump(out)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """How many chances to fail each check had over the run; write them where ``peakproof run`` reads them."""
+    """How many chances to fail each check had over the run."""
     if not EXERCISED:
         return
     tr = terminalreporter
@@ -147,7 +220,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for name, n in sorted(EXERCISED.items()):
         tr.write_line(f"  {name}: {n:,}" + ("   <- not exercised: this run could not have caught its bug" if not n
                                            else ""))
-    out = os.environ.get("PEAKPROOF_PROPERTIES_SUMMARY")
-    if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            json.dump({"exitstatus": int(exitstatus), "chances": EXERCISED}, fh, indent=1)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    url = target_url(config)
+    where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
+    return f"peakproof: target {where}; hypothesis profile {os.environ.get('HYPOTHESIS_PROFILE', 'dev')}"

@@ -8,18 +8,19 @@ given, in which case *every* stage goes to that URL and nothing runs in process:
 2. the case's Hypothesis properties (ci profile) over HTTP;
 3. the case's open-model load scenario through Locust (and its fault scenarios with
    ``--faults``);
-4. tickets on the reference target only: the seed-scale opening replayed in process.
+4. a case's in-process stage, on the reference target only (tickets: the seed-scale opening).
 
-The verdict merges the parts: PASS (exit 0) only when every part was decided and held;
-FAIL (exit 1) when the target broke a promise; INCONCLUSIVE (exit 2) when the harness
-could not test one (its generator fell behind, a check was not exercised, a stage raised).
-Every case goes through this one path: what differs is in its :class:`~peakproof.case.Case`.
+The run is one :class:`~peakproof.spec.RunSpec`, parsed once by the CLI. Each child stage
+(the calibration, pytest, Locust) gets it as a file (``--spec``) and writes a
+:class:`~peakproof.spec.StageResult` (``--result``), judged where its checks ran; this
+module reads those results and merges their outcomes: PASS (exit 0) only when every part was
+decided and held; FAIL (exit 1) when the target broke a promise; INCONCLUSIVE (exit 2) when
+the harness could not test one. Every case goes through this one path: what differs is in
+its :class:`~peakproof.case.Case`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from .case import Case, get_case
 from .checks import CheckResult
 from .errors import UsageError
 from .launch import ServedTarget
+from .spec import RunSpec, StageResult
 from .verdict import Outcome, judge_results, merge_outcomes
 
 
@@ -48,68 +50,59 @@ class Part:
     reasons: list[str] = field(default_factory=list)
 
 
-def project_dir(what: str) -> Path:
-    """``properties/`` or ``loadtests/`` of the checkout peakproof runs from."""
-    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        path = root / what
-        if path.is_dir():
-            return path
-    raise UsageError(what, f"a {what}/ folder in the current directory or beside the package", str(Path.cwd()),
-                     "Run peakproof from a checkout of the project.")
-
-
-def run(args: argparse.Namespace) -> int:
-    case = get_case(args.case)
+def run(spec: RunSpec) -> int:
+    case = get_case(spec.case)
     started = time.monotonic()
     parts: list[Part] = []
     notes: list[str] = []
     with ExitStack() as stack:
-        if case.needs_providers and not args.provider_url:
-            if args.target_url:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-run-")))
+        if case.needs_providers and not spec.opt("provider_url"):
+            if not spec.embedded:
                 raise UsageError("--provider-url", f"the providers' base URL your {case.name} target calls", None,
                                  "Their record of calls is the ground truth of every delivery check; with "
                                  "--target-url, pass the --provider-url that target delivers through.")
             providers = stack.enter_context(ServedTarget("providers"))
-            args.provider_url = providers.base
+            spec = spec.with_case_options(provider_url=providers.base)
             print(f"peakproof: started the provider simulator at {providers.base}", flush=True)
-        embedded = not args.target_url
-        url = args.target_url
-        if embedded:
-            served = stack.enter_context(_serve(case, args))
-            url = served.url
-            print(f"peakproof: started the reference {case.name} target ({args.policy or case.default_policy}) "
-                  f"at {url}", flush=True)
+        if spec.embedded:
+            served = stack.enter_context(serve(case, spec))
+            spec = spec.with_options(target_url=served.url)
+            print(f"peakproof: started the reference {case.name} target ({spec.policy or case.default_policy}) "
+                  f"at {spec.target_url}", flush=True)
         else:
-            print(f"peakproof: every stage goes to {url}; nothing runs in process", flush=True)
+            print(f"peakproof: every stage goes to {spec.target_url}; nothing runs in process", flush=True)
 
         cal = None
-        if not args.skip_load:
-            cal = _calibrate(case, args, url, embedded)
-            notes.append(_fit_load(case, args, cal))
-            print(f"peakproof: {notes[-1]}", flush=True)
+        if not spec.skip_load:
+            cal = _calibrate(case, spec, work)
+            spec, note = fit_load(case, spec, cal)
+            notes.append(note)
+            print(f"peakproof: {note}", flush=True)
 
-        if not args.skip_properties:
-            parts.append(_properties(case, args, url))
+        if not spec.skip_properties:
+            parts.append(_properties(case, spec, work))
 
-        if not args.skip_load:
-            for scenario in case.all_scenarios(args.faults):
-                if case.fresh_target_per_scenario and embedded:
-                    with _serve(case, args) as fresh:
+        if not spec.skip_load:
+            for scenario in case.all_scenarios(spec.faults):
+                if case.fresh_target_per_scenario and spec.embedded:
+                    with serve(case, spec) as fresh:
                         print(f"peakproof: started a fresh reference {case.name} target at {fresh.url}", flush=True)
-                        parts.append(_load_scenario(case, args, fresh.url, scenario, cal))
+                        parts.append(_load_scenario(case, spec.with_options(target_url=fresh.url), scenario, cal,
+                                                    work))
                 else:
-                    parts.append(_load_scenario(case, args, url, scenario, cal))
+                    parts.append(_load_scenario(case, spec, scenario, cal, work))
 
-    if embedded and case.in_process_stage is not None and not args.skip_load:
+    if spec.embedded and case.in_process_stage is not None and not spec.skip_load:
         t0 = time.monotonic()
-        name, results, detail = case.in_process_stage(args)
+        name, results, detail = case.in_process_stage(spec)
         judged = judge_results(results)
         parts.append(Part(name, judged.outcome, f"{time.monotonic() - t0:.1f} s; {detail}", results, judged.reasons))
 
     outcome = merge_outcomes(p.outcome for p in parts)
     print()
     print(f"peakproof verdict for {case.name}: {outcome} ({time.monotonic() - started:.0f} s; "
-          f"target {'the embedded reference' if embedded else args.target_url})")
+          f"target {'the embedded reference' if spec.embedded else spec.target_url})")
     for note in notes:
         print(f"  {note}")
     for p in parts:
@@ -125,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _serve(case: Case, args: argparse.Namespace) -> ServedTarget:
-    return ServedTarget(case.name, policy=args.policy or case.default_policy, **case.served_options(args))
+def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
+    """The embedded reference for this run, served as the spec says."""
+    return ServedTarget(case.name, policy=spec.policy or case.default_policy,
+                        **{**case.served_options(spec), **options})
 
 
 def on_loopback(url: str) -> bool:
@@ -143,146 +138,109 @@ def on_loopback(url: str) -> bool:
         return False
 
 
-def _calibrate(case: Case, args: argparse.Namespace, url: str, embedded: bool) -> CalibrationResult | None:
+def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | None:
     if not case.calibration:
         return None
-    loadtests = project_dir("loadtests")
-    extra = ["--provider-url", args.provider_url] if case.needs_providers else []
     with ExitStack() as stack:
-        where = url
-        if embedded:  # its own target, so the burst leaves no backlog behind for the run
-            where = stack.enter_context(_serve(case, args)).url
+        where = spec
+        if spec.embedded:  # its own target, so the burst leaves no backlog behind for the run
+            where = spec.with_options(target_url=stack.enter_context(serve(case, spec)).url)
         # A target on this machine (embedded, or any loopback URL) shares its cores with the generator:
         # a step passes only if it also answered in time. Elsewhere the generator alone is measured.
-        cal = run_calibration(case, where, loadtests, latency=embedded or on_loopback(url),
-                              admin_token=args.admin_token, extra=extra)
+        cal = run_calibration(case, where, work, latency=spec.embedded or on_loopback(spec.url))
     print(f"peakproof: calibration ({case.calibration}, {cal.seconds:.1f} s): {cal.sentence()}", flush=True)
     return cal
 
 
-def _fit_load(case: Case, args: argparse.Namespace, cal: CalibrationResult | None) -> str:
-    """Settle ``--scale`` (or the feed's ``--time-scale``) and say what the load will be, and why."""
+def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[RunSpec, str]:
+    """Settle ``--scale`` (or the feed's ``--time-scale``), once, and say what the load will be, and why."""
     peak = case.peak_rate()  # the seed's full peak, arrivals/s
     axis = case.scale_axis
-    if axis == "scale":
-        per_unit = peak  # arrivals/s per unit of --scale
-    else:  # the feed: --scale sizes the graph; the rates grow with --time-scale
-        if args.scale == "auto":
-            args.scale = case.default_scale
-        per_unit = peak * args.scale
-    asked = getattr(args, axis)
+    per_unit = peak if axis == "scale" else peak * spec.number_scale  # the feed: the rates grow with time scale
+    asked = getattr(spec, axis)
     flag = "--" + axis.replace("_", "-")
     head = ""
     if asked == "auto":
-        fitted = auto_scale(case, cal, per_unit, args.processes) if cal else 0.0
+        fitted = auto_scale(case, cal, per_unit, int(spec.processes)) if cal else 0.0
         default = case.default_scale if axis == "scale" else case.default_time_scale
         cap = case.max_auto_scale if axis == "scale" else case.default_time_scale
         if fitted <= 0:
-            setattr(args, axis, default)
+            spec = spec.with_options(**{axis: default})
             head = f"{flag} auto could not size the load ({cal.sentence() if cal else 'no calibration'}); "
         else:
-            setattr(args, axis, min(cap, fitted))
+            spec = spec.with_options(**{axis: min(cap, fitted)})
             head = f"{flag} auto: "
-    value = getattr(args, axis)
+        if case.resolve:  # what depends on the time scale follows it
+            spec = case.resolve(spec)
+    value = getattr(spec, axis)
     rate = per_unit * value
     text = head + (f"running at {flag} {value:g}: {rate:,.0f} arrivals/s at peak, {rate / peak:.1%} of the seed's "
                    f"{peak:,.0f}/s")
     if axis == "time_scale":
-        text += f" (on --scale {args.scale:g} of the seed's users)"
+        text += f" (on --scale {spec.scale:g} of the seed's users)"
     if cal and cal.ok:
         text += (f"; {cal.sentence()}; to replay the full peak use {processes_for(peak, cal.rate)} "
                  f"processes/machines (--processes, Locust --master/--worker)")
-    return text
+    return spec, text
 
 
-def _properties(case: Case, args: argparse.Namespace, url: str) -> Part:
-    props = project_dir("properties") / f"test_{case.name}.py"
+def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
+    props = case.properties_file()
+    result = work / "properties-result.json"
+    spec_file = spec.with_options(result=str(result)).dump(work / "properties-spec.json")
     cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x", "-rs",
-           "--target-url", url, *case.property_args(args)]
-    if args.admin_token:
-        cmd += ["--admin-token", args.admin_token]
-    print(f"peakproof: properties: pytest {' '.join(cmd[4:])}", flush=True)
+           "--spec", str(spec_file)]
+    print(f"peakproof: properties: pytest {props.name} against {spec.target_url} (spec {spec_file.name})",
+          flush=True)
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="peakproof-properties-") as tmp:
-        summary_path = Path(tmp) / "summary.json"
-        env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
-                   PEAKPROOF_PROPERTIES_SUMMARY=str(summary_path))
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            return Part("properties (Hypothesis)", Outcome.INCONCLUSIVE, "did not finish within 900 s",
-                        reasons=["the properties did not finish within 900 s (a hung target?)"])
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    lines = proc.stdout.strip().splitlines()
-    tail = next((ln for ln in reversed(lines) if " passed" in ln or " failed" in ln or " skipped" in ln
-                 or "no tests ran" in ln), lines[-1] if lines else proc.stderr.strip()[-200:])
-    detail = f"{tail.strip('= ')} in {time.monotonic() - t0:.1f} s, against {url}"
-    chances = summary.get("chances", {})
-    idle = sorted(name for name, n in chances.items() if not n)
-    if idle:
-        detail += f"; not exercised by the properties (the load must): {', '.join(idle)}"
-    if proc.returncode == 1:
-        print(proc.stdout[-6000:])
-        return Part("properties (Hypothesis)", Outcome.FAIL, detail,
-                    reasons=[_first_failure(proc.stdout) or "a property failed (output above)"])
-    ran = " passed" in tail
-    if proc.returncode != 0 or not ran:
+    name = "properties (Hypothesis)"
+    env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return Part(name, Outcome.INCONCLUSIVE, "did not finish within 900 s",
+                    reasons=["the properties did not finish within 900 s (a hung target?)"])
+    took = f" in {time.monotonic() - t0:.1f} s, against {spec.target_url}"
+    if not result.exists():  # pytest stopped before its session ended: its options or our plugin
         print(proc.stdout[-3000:], proc.stderr[-2000:])
-        why = ("no property ran against the URL (all skipped or none collected)" if proc.returncode in (0, 5)
-               else f"pytest exited {proc.returncode} (an error in the harness or its options)")
-        return Part("properties (Hypothesis)", Outcome.INCONCLUSIVE, detail, reasons=[why])
-    return Part("properties (Hypothesis)", Outcome.PASS, detail)
+        return Part(name, Outcome.INCONCLUSIVE, f"pytest exited {proc.returncode} without a result" + took,
+                    reasons=[f"pytest exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
+    res = StageResult.load(result)
+    if res.outcome != "PASS":
+        print(proc.stdout[-6000:] if res.outcome == "FAIL" else proc.stdout[-3000:] + proc.stderr[-2000:])
+    return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
 
 
-def _first_failure(out: str) -> str:
-    for line in out.splitlines():
-        if line.startswith("E ") and len(line.strip()) > 2:
-            return line[1:].strip()[:300]
-    return ""
-
-
-def _load_scenario(case: Case, args: argparse.Namespace, url: str, scenario: str,
-                   cal: CalibrationResult | None) -> Part:
-    """Run one Locust scenario (open model) and read its verdict from the report's sidecar."""
-    reports = Path(args.report_dir)
+def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path) -> Part:
+    """Run one Locust scenario (open model) and read the result it judged."""
+    reports = Path(spec.report_dir)
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    locust_html = reports / f"{scenario}-{stamp}-locust.html"
-    scale = args.scale * case.scenario_scale.get(scenario, 1.0)
-    cmd = [sys.executable, "-m", "locust", "-f", str(project_dir("loadtests")), "--headless", "--host", url,
-           "--scenario", scenario, "--scale", f"{scale:g}", "--time-scale", f"{args.time_scale:g}",
-           "--report-dir", str(reports), "--html", str(locust_html), "--only-summary", "--loglevel", "WARNING",
-           *case.load_args(args)]
-    if args.processes > 1:
-        cmd += ["--processes", str(args.processes)]
-    if cal and cal.ok:
-        cmd += ["--calibrated-rate", f"{cal.rate:.0f}"]
-    if args.admin_token:
-        cmd += ["--admin-token", args.admin_token]
-    for slo in args.slo or []:
-        cmd += ["--slo", slo]
-    print(f"peakproof: load: {scenario} at scale {scale:g} (time scale {args.time_scale:g}) through Locust",
+    result = work / f"{scenario}-result.json"
+    stage = spec.with_options(scenario=scenario, scale=spec.number_scale * case.scenario_scale.get(scenario, 1.0),
+                              calibrated_rate=cal.rate if cal and cal.ok else None, result=str(result),
+                              html=str(reports / f"{scenario}-{stamp}-locust.html"))
+    spec_file = stage.dump(work / f"{scenario}-spec.json")
+    cmd = [sys.executable, "-m", "locust", "-f", str(case.loadtest_file()), "--headless", "--spec", str(spec_file),
+           "--html", str(stage.html), "--only-summary", "--loglevel", "WARNING"]
+    if int(spec.processes) > 1:
+        cmd += ["--processes", str(spec.processes)]
+    print(f"peakproof: load: {scenario} at scale {stage.scale:g} (time scale {stage.time_scale:g}) through Locust",
           flush=True)
-    t0 = time.time()
     name = f"load scenario {scenario} (Locust, open model)"
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     except subprocess.TimeoutExpired:
         return Part(name, Outcome.INCONCLUSIVE, "Locust did not stop within 1,200 s",
                     reasons=["the load run passed its bound without stopping (a harness bug)"])
-    sidecars = [p for p in reports.glob(f"{scenario}-*.json") if p.stat().st_mtime >= t0 - 1]
-    if not sidecars:
+    if not result.exists():
         print(proc.stdout[-3000:], proc.stderr[-3000:])
-        return Part(name, Outcome.INCONCLUSIVE, f"Locust exited {proc.returncode} without a report",
-                    reasons=[f"Locust exited {proc.returncode} without a report: {proc.stderr.strip()[-300:]}"])
-    doc = json.loads(max(sidecars, key=lambda p: p.stat().st_mtime).read_text())
-    results = [CheckResult.from_json(r) for group in ("load", "checks", "slos") for r in doc[group]]
-    judged = judge_results(results, [e.splitlines()[-1] for e in doc.get("harness_errors", []) if e.strip()])
-    load = doc["load"][0]["counts"] if doc["load"] else {}
-    detail = (f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
-              f"{load.get('peak_target_per_s', 0):,}/s due; report {reports / doc['html']}")
-    outcome = judged.outcome
-    if outcome is Outcome.PASS and proc.returncode != 0:  # Locust itself said something went wrong
-        outcome = Outcome.INCONCLUSIVE
-        judged.reasons.append(f"Locust exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    return Part(name, outcome, detail, results, judged.reasons)
+        return Part(name, Outcome.INCONCLUSIVE, f"Locust exited {proc.returncode} without a result",
+                    reasons=[f"Locust exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
+    res = StageResult.load(result)
+    outcome, reasons = Outcome[res.outcome], list(res.reasons)
+    if outcome.exit_code != proc.returncode:  # Locust itself said something else went wrong
+        reasons.append(f"Locust exited {proc.returncode} where the verdict says {outcome.exit_code}: "
+                       f"{proc.stderr.strip()[-300:]}")
+        outcome = Outcome.INCONCLUSIVE if outcome is not Outcome.FAIL else outcome
+    return Part(name, outcome, res.detail, [CheckResult.from_json(r) for r in res.checks], reasons)

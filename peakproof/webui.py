@@ -7,7 +7,7 @@
   the PASS / FAIL / INCONCLUSIVE verdict, its reasons, every check's line, and the report.
 * ``/peakproof/verdict`` (JSON) and ``/peakproof/report`` (the HTML report of the last run).
 
-Imports flask through Locust: only Locust processes load it (through :mod:`peakproof.loadgen`).
+Imports flask through Locust: only Locust processes load it (through :mod:`peakproof.load`).
 """
 
 from __future__ import annotations

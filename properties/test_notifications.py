@@ -187,7 +187,7 @@ class OverHttp(SendsNotifications):
 
     @initialize(first=st.lists(FAULTS, max_size=2), doomed=st.none() | st.integers(0, 2))
     def start(self, first: list[tuple[str, Any]], doomed: int | None) -> None:
-        self.rules: DeliveryRules = self.target.delivery_rules or DeliveryRules()
+        self.rules: DeliveryRules = self.target.rules or DeliveryRules()
         self.d = self.target.new_driver()
         self.run = uuid.uuid4().hex[:8] + "-"
         self.faults: dict[str, Any] = {}

@@ -9,19 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from peakproof.cases import all_cases
 from peakproof.driver import HttpDriver, InProcessDriver
 from targets._asgi import AsgiApp
 from targets._background import BackgroundLoop
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ("tickets", "notifications", "feed")
+CASES = tuple(name for name, case in all_cases().items() if case.package == f"peakproof.cases.{name}")
 APPS = {"tickets": "TicketsApp", "notifications": "NotificationsApp", "feed": "FeedApp"}
 LOOPS = {"tickets": "Supervisor", "notifications": "Dispatcher", "feed": "FanoutConsumers"}
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_case_has_the_same_files(case: str) -> None:
-    for path in (f"peakproof/cases/{case}/driver.py", f"peakproof/cases/{case}/workload.py",
+    for path in (f"peakproof/cases/{case}/case.py", f"peakproof/cases/{case}/driver.py", f"peakproof/cases/{case}/workload.py",
                  f"peakproof/cases/{case}/checks.py", f"targets/{case}/core.py", f"targets/{case}/store.py",
                  f"targets/{case}/app.py", f"targets/{case}/server.py", f"targets/{case}/openapi.json",
                  f"properties/test_{case}.py", f"loadtests/{case}.py", f"peakproof/models/{case}.py",
@@ -70,6 +71,8 @@ def test_every_case_has_its_property_fixture_and_its_workload_describes_itself(c
     import peakproof.pytest_plugin as plugin
 
     assert callable(getattr(plugin, f"{case}_target"))
+    registered = all_cases()[case]
+    assert registered.peak_rate() > 0 and registered.scenarios and registered.policies
     workload = importlib.import_module(f"peakproof.cases.{case}.workload")
     classes = [c for _, c in inspect.getmembers(workload, inspect.isclass) if c.__module__ == workload.__name__]
     assert classes and all(callable(getattr(c, "describe", None)) for c in classes)

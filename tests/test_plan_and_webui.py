@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from peakproof.calibrate import CalibrationResult
-from peakproof.case import get_case
+from peakproof.cases import get_case
 from peakproof.launch import free_port
 from peakproof.plan import make_plan, render
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from peakproof.calibrate import CalibrationResult, auto_scale, processes_for
-from peakproof.case import CASES
+from peakproof.cases import get_case
 from peakproof.checks import CheckResult, Violations
 from peakproof.history import HandHistory
 from peakproof.offered import LoadCounters, LoadSettings, judge_offered_load, undecide_when_behind
@@ -155,12 +155,14 @@ def test_every_scenario_gets_the_error_budget_unless_the_user_sets_one() -> None
 
 
 def test_auto_scale_runs_at_the_case_s_headroom_of_the_calibrated_rate() -> None:
-    tickets = CASES["tickets"]
+    tickets = get_case("tickets")
+    peak = tickets.peak_rate()  # the ported model's 200,000 requests / 10 s
+    assert peak == 200_000 / 10
     cal = CalibrationResult("tickets-calibrate", 2_151.3)
-    assert auto_scale(tickets, cal, 20_000) == 0.053  # 0.5 x 2,151.3 / 20,000 = 0.0537..., two digits down
-    assert auto_scale(tickets, cal, 20_000, processes=2) == 0.1
-    assert auto_scale(tickets, CalibrationResult("x", 0.0, error="refused"), 20_000) == 0.0
-    assert processes_for(20_000, 2_151.3) == 10
+    assert auto_scale(tickets, cal, peak) == 0.053  # 0.5 x 2,151.3 / 20,000 = 0.0537..., two digits down
+    assert auto_scale(tickets, cal, peak, processes=2) == 0.1
+    assert auto_scale(tickets, CalibrationResult("x", 0.0, error="refused"), peak) == 0.0
+    assert processes_for(peak, 2_151.3) == 10
 
 
 def test_the_charted_p99_is_the_judged_p99_in_a_written_report(tmp_path) -> None:

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from peakproof.http import TransportError
-from peakproof.wire import WireClient
+from peakproof.load.wire import WireClient
 
 
 class RawServer:
@@ -89,6 +89,7 @@ def keep_alive_echo(conn: socket.socket) -> None:
                      % (len(body), body))
 
 
+@pytest.mark.http
 def test_answers_come_back_whole_over_one_kept_alive_connection(serve) -> None:
     server = serve(keep_alive_echo)
     client = WireClient("127.0.0.1", server.port, 4, 2.0)
@@ -98,6 +99,7 @@ def test_answers_come_back_whole_over_one_kept_alive_connection(serve) -> None:
     assert server.connections == 1
 
 
+@pytest.mark.http
 def test_a_chunked_answer_and_an_answer_delimited_by_the_close_are_read_whole(serve) -> None:
     def chunked_then_close(conn: socket.socket) -> None:
         read_request(conn)
@@ -112,6 +114,7 @@ def test_a_chunked_answer_and_an_answer_delimited_by_the_close_are_read_whole(se
     assert server.connections == 1 and not client.idle  # the close ended it: it is not kept for reuse
 
 
+@pytest.mark.http
 @pytest.mark.parametrize("answer, kind", [
     (b"", "reset"),  # closed before any answer: the outcome is unknown
     (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "reset"),  # closed mid-body
@@ -128,6 +131,7 @@ def test_a_broken_answer_is_an_outcome_never_a_crash(serve, answer: bytes, kind:
     assert e.value.kind == kind
 
 
+@pytest.mark.http
 def test_silence_is_a_timeout_and_a_closed_port_is_refused(serve) -> None:
     def silent(conn: socket.socket) -> None:
         read_request(conn)
@@ -146,8 +150,9 @@ def test_silence_is_a_timeout_and_a_closed_port_is_refused(serve) -> None:
     assert e.value.kind == "refused"
 
 
+@pytest.mark.http
 def test_a_connection_the_server_closed_while_idle_is_replaced_not_reported(serve, monkeypatch) -> None:
-    import peakproof.wire as wire
+    import peakproof.load.wire as wire
 
     def one_answer_then_close(conn: socket.socket) -> None:
         read_request(conn)
@@ -164,6 +169,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_not_reported(serv
     assert server.connections == 2
 
 
+@pytest.mark.slow  # a child interpreter that imports locust
 def test_batched_statistics_equal_locust_s_own_per_request_log() -> None:
     # in a child process: importing locust monkey-patches the standard library, which must not
     # leak into this pytest run
@@ -179,7 +185,7 @@ def test_batched_statistics_equal_locust_s_own_per_request_log() -> None:
 STATS_EQUIVALENCE = """
 import unittest.mock as mock
 from locust.stats import RequestStats
-from peakproof.loadgen import bulk_log
+from peakproof.load.transport import bulk_log
 
 rows = [("POST", "POST reserve", rt, length, None, 1000.0 + i / 7)
         for i, (rt, length) in enumerate([(0.4, 72), (3.7, 72), (147.2, 10), (3432.0, 0), (58760.5, 72)] * 9)]

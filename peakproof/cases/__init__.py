@@ -1,11 +1,82 @@
-"""One package per case, each with the same modules in the same roles:
+"""The case registry, built from the case packages: nothing else lists the cases.
 
+One package per case, each with the same modules in the same roles:
+
+* ``case.py``: its :class:`~peakproof.case.Case` record (``CASE``): policies, scenarios,
+  options, how its reference is served, its peak (from its ported model);
 * ``driver.py``: the case's driver ``Protocol``, its in-process driver (on
   :class:`peakproof.driver.InProcessDriver`) and its HTTP driver (on
   :class:`peakproof.driver.HttpDriver`);
 * ``workload.py``: the seed's workload as a class with ``describe()``;
 * ``checks.py``: the invariants, pure functions of one analysis type, and ``check_<case>``.
 
-Each package's ``__init__`` re-exports them and names ``PROTOCOL``, ``IN_PROCESS`` and
-``OVER_HTTP`` for the property fixtures (:class:`peakproof.pytest_plugin.Target`).
+Each package's ``__init__`` re-exports them and names ``CASE``, ``PROTOCOL``, ``IN_PROCESS``
+and ``OVER_HTTP``. The registry holds the packages found here, then those named in
+``PEAKPROOF_CASES`` (comma-separated importable packages: a case that lives in its own
+folder), then those of the ``peakproof.cases`` entry point group (an installed plugin).
 """
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from typing import TYPE_CHECKING
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..case import Case
+
+_REGISTRY: dict[str, "Case"] = {}
+_FROM: list[str] = []  # the PEAKPROOF_CASES the registry was built with
+
+
+def _packages() -> list[str]:
+    names = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    names += [n.strip() for n in os.environ.get("PEAKPROOF_CASES", "").split(",") if n.strip()]
+    try:
+        from importlib.metadata import entry_points
+
+        names += [ep.value for ep in entry_points(group="peakproof.cases")]
+    except Exception:  # noqa: BLE001 - no metadata: the built-in cases and PEAKPROOF_CASES still count
+        pass
+    return names
+
+
+def all_cases() -> dict[str, "Case"]:
+    """Every registered case by name, in the order found (built-in first)."""
+    env = os.environ.get("PEAKPROOF_CASES", "")
+    if _REGISTRY and _FROM == [env]:
+        return _REGISTRY
+    _REGISTRY.clear()
+    for name in _packages():
+        try:
+            module = importlib.import_module(name)
+        except ImportError as e:
+            raise UsageError("PEAKPROOF_CASES", "importable case packages (each with a CASE)", name,
+                             f"Importing it said: {e}. Put its folder on PYTHONPATH.") from None
+        case = getattr(module, "CASE", None)
+        if case is None:
+            raise UsageError(f"case package {name}", "a CASE = peakproof.case.Case(...) in its __init__", None)
+        if case.name in _REGISTRY and _REGISTRY[case.name].package != case.package:
+            raise UsageError(f"case package {name}", f"a case name not taken ({case.name!r} is "
+                             f"{_REGISTRY[case.name].package}'s)", case.name)
+        _REGISTRY[case.name] = case
+    ordered = sorted(_REGISTRY.values(), key=lambda c: c.rank)  # stable: found order within a rank
+    _REGISTRY.clear()
+    _REGISTRY.update((c.name, c) for c in ordered)
+    _FROM[:] = [env]
+    return _REGISTRY
+
+
+def case_names() -> list[str]:
+    return list(all_cases())
+
+
+def get_case(name: str) -> "Case":
+    cases = all_cases()
+    if name not in cases:
+        raise UsageError("case", "one of " + ", ".join(cases), name,
+                         "A case of your own: name its package in PEAKPROOF_CASES.")
+    return cases[name]

@@ -23,7 +23,7 @@ import gevent.select
 import gevent.socket
 import httptools
 
-from .http import TransportError
+from ..http import TransportError
 
 REAP_EVERY = 0.1  # s: how often requests past their timeout are ended
 IDLE_CHECK_SECONDS = 1.0  # a connection idle longer is checked for a close from the server before reuse

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from loadtests.tickets import TicketsSoldOut
-from peakproof.loadgen import OpenModelUser, ScenarioShape, scenario
+from peakproof.load.engine import OpenModelUser, ScenarioShape
+from peakproof.load.scenario import scenario
 
 __all__ = ["OpenModelUser", "ScenarioShape", "RaisingSoldOut"]
 

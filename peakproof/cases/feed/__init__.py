@@ -10,3 +10,5 @@ __all__ = ["FeedDriver", "InProcessFeed", "HttpFeed", "post_json", "FeedWorkload
 
 # what the property fixtures build (peakproof.pytest_plugin.Target)
 PROTOCOL, IN_PROCESS, OVER_HTTP = FeedDriver, InProcessFeed, HttpFeed
+
+from .case import CASE  # noqa: E402  (the registry reads it)

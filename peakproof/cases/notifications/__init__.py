@@ -15,3 +15,5 @@ __all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications",
 
 # what the property fixtures build (peakproof.pytest_plugin.Target)
 PROTOCOL, IN_PROCESS, OVER_HTTP = NotificationsDriver, InProcessNotifications, HttpNotifications
+
+from .case import CASE  # noqa: E402  (the registry reads it)

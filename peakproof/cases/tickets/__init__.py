@@ -15,3 +15,5 @@ __all__ = ["TicketsDriver", "InProcessTickets", "HttpTickets", "parse_quota", "p
 
 # what the property fixtures build (peakproof.pytest_plugin.Target)
 PROTOCOL, IN_PROCESS, OVER_HTTP = TicketsDriver, InProcessTickets, HttpTickets
+
+from .case import CASE  # noqa: E402  (the registry reads it)

@@ -1,0 +1,66 @@
+"""Case F's record: how the news feed's peak is served, replayed and judged (see :class:`peakproof.case.Case`)."""
+
+from __future__ import annotations
+
+import argparse
+from functools import lru_cache
+from pathlib import Path
+
+from ...case import Case
+from ...options import LOAD, SERVE, Option, positive
+from ...spec import RunSpec
+
+
+@lru_cache(maxsize=1)
+def _model() -> dict:
+    from ...models.feed import compute
+
+    return compute()
+
+
+def seed_threshold() -> int:
+    """The hybrid threshold at the seed's full scale, computed by the ported model (169,691)."""
+    return int(_model()["hybrid"]["threshold"])
+
+
+def peak_rate() -> float:
+    """Feed reads plus posts per second at the seed's full scale (1,000,000 users), from the ported model."""
+    h = _model()["fan_out_models"]
+    return float(h["peak_feed_requests_per_s"] + h["peak_posts_per_s"])
+
+
+def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.feed.server import serve as serve_feed
+
+    threshold = seed_threshold() if args.threshold is None else args.threshold
+    serve_feed(args.host, args.port, db, policy=policy, threshold=threshold, inbox_cap=args.inbox_cap,
+               shards=args.shards, consumers=args.consumers, rate=args.fanout_rate, max_backlog=args.max_backlog,
+               admin_token=args.admin_token, window=args.window, durability=args.durability, http=args.http)
+
+
+_SERVE = frozenset({SERVE})
+
+OPTIONS = (
+    Option("consumer_share", "feed-slow-consumer: the consumers' rate as a share of the write work (default the "
+                             "seed's 1,000 of 1,247.71 writes/s)", LOAD, kind=positive(float)),
+    Option("threshold", "followers above which posts are merged at read time (default: the seed's rule at full "
+                        "scale, window x spare capacity = 169,691)", _SERVE, kind=int, env="-"),
+    Option("inbox_cap", "inbox entries kept per user (VH6)", _SERVE, default=400, kind=positive(int), env="-"),
+    Option("shards", "inbox shards (by user id)", _SERVE, default=4, kind=positive(int), env="-"),
+    Option("consumers", "fan-out consumer threads", _SERVE, default=4, kind=positive(int), env="-"),
+    Option("fanout_rate", "inbox writes/s the consumers may do in all (default unbounded; the seed sizes it at 3x "
+                          "the steady fan-out)", _SERVE, kind=positive(float), env="-"),
+    Option("max_backlog", "fan-out queue capacity in inbox writes; a publish beyond it gets 429 + Retry-After",
+           _SERVE, kind=positive(int), env="-"),
+    Option("window", "the G2 window, s; a publish whose fan-out would take longer is flagged degraded", _SERVE,
+           default=60.0, kind=positive(float), env="-"),
+    Option("durability", "normal survives a process crash; full also survives power loss (an fsync a commit)",
+           _SERVE, default="normal", choices=("normal", "full"), env="-"),
+)
+
+CASE = Case(
+    "feed", "/feed", "Case F: the news feed at peak", "peakproof.cases.feed", ("hybrid", "push", "pull"),
+    ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
+    default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
+    fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
+    model="peakproof.models.feed", rank=2, model_params="FeedParams")

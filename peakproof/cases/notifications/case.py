@@ -1,0 +1,92 @@
+"""Case N's record: how the notifications peak is served, replayed and judged (see :class:`peakproof.case.Case`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ...case import Case
+from ...options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
+from ...spec import RunSpec
+from .checks import DeliveryRules
+
+_RULES = frozenset({RUN, LOCUST, PYTEST, SERVE})
+
+
+def peak_rate() -> float:
+    """Notifications/s at the seed's peak (BI1-BI3), from the ported model: 1,736.11."""
+    from ...models.notifications import NotificationsParams, scale
+
+    return float(scale(NotificationsParams())["peak_per_s"])
+
+
+def resolve(spec: RunSpec) -> RunSpec:
+    """The target's rounds and cool-down as given, else the seed's 30 s and 10 s shrunk like the
+    scenario's time: what the embedded reference is served with and what every stage judges by."""
+    ts = spec.number_time_scale
+    return spec.with_case_options(backoff=spec.opt("backoff", 30.0 / ts),
+                                  breaker_cool_down=spec.opt("breaker_cool_down", max(1.0, 10.0 / ts)))
+
+
+def rules_of(spec: RunSpec) -> DeliveryRules:
+    return DeliveryRules.from_options(spec.opt)
+
+
+def served_options(spec: RunSpec) -> dict[str, object]:
+    return {"provider_url": spec.opt("provider_url"),
+            **{name: spec.opt(name) for _, name, _, _ in DeliveryRules.OPTIONS}}
+
+
+def light_options() -> dict[str, object]:
+    # delivery off: nothing is ever sent to this address (the plan measures the accept path's generator)
+    return {"provider_url": "http://127.0.0.1:9", "extra": ["--no-dispatch"]}
+
+
+def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.notifications.server import serve as serve_notifications
+
+    from ...errors import UsageError
+
+    if not args.provider_url:
+        raise UsageError("--provider-url", "the providers' base URL", None,
+                         "Start them with 'peakproof serve providers --port 8001' and pass "
+                         "--provider-url http://127.0.0.1:8001.")
+    r = DeliveryRules.from_options(lambda name: getattr(args, name, None))  # the seed's where not given
+    serve_notifications(args.host, args.port, db, args.provider_url, policy=policy, backoff=r.backoff,
+                        workers=args.threads, call_timeout=r.answer_timeout, breaker_cool_down=r.breaker_cool_down,
+                        budget=r.budget, breaker_window=r.breaker_window, breaker_failures=r.breaker_min_failures,
+                        commit=args.commit, durability=args.durability, dispatch=args.dispatch, http=args.http)
+
+
+def _rule(flag: str, name: str, kind: type, text: str) -> Option:
+    parse = non_negative(kind) if name == "answer_timeout" else positive(kind)
+    aliases = ("--call-timeout",) if name == "answer_timeout" else ()
+    more = " (default: the seed's 30 s / --time-scale)" if name == "backoff" else ""
+    return Option(name, text + more, _RULES, kind=parse, flag=flag, aliases=aliases)
+
+
+OPTIONS = (
+    Option("provider_url", "the providers' base URL your target delivers through; their GET /calls record is the "
+                           "ground truth (default under peakproof run: start the simulator)",
+           TARGET | {SERVE, PLAN}, web_ui=True),
+    *(_rule(*o) for o in DeliveryRules.OPTIONS),
+    Option("threads", "bulkhead worker threads in all", frozenset({SERVE}), default=32, kind=positive(int), env="-"),
+    Option("dispatch", "accept only, deliver nothing (to benchmark the accept path alone)", frozenset({SERVE}),
+           default=True, action="store_false", flag="--no-dispatch", env="-"),
+    Option("commit", "'group' commits accepted writes in batches (answered once durable); 'each' one transaction "
+                     "a write", frozenset({SERVE}), default="group", choices=("group", "each"), env="-"),
+    Option("durability", "normal survives a process crash; full also survives power loss (an fsync a commit)",
+           frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
+)
+
+CASE = Case(
+    "notifications", "/notifications", "Case N: notifications at peak", "peakproof.cases.notifications",
+    ("cascade", "single", "parallel"), ("notifications-peak",),
+    ("notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"),
+    calibration="notifications-calibrate", peak_rate=peak_rate, default_scale=0.2, default_time_scale=24.0,
+    default_duration=30.0, headroom=0.4, needs_providers=True,
+    # faults cost the target more per notification (timeouts held; 3x the arrivals in a flood)
+    scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,
+                    "notifications-reminder-flood": 0.25},
+    options=OPTIONS, resolve=resolve, rules=rules_of, served_options=served_options, light_options=light_options, serve=serve,
+    model="peakproof.models.notifications", rank=1, model_params="NotificationsParams")

@@ -1,0 +1,66 @@
+"""Case T's record: how the ticket opening is served, replayed and judged (see :class:`peakproof.case.Case`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ...case import Case
+from ...options import LOAD, SERVE, Option, positive
+from ...spec import RunSpec
+
+OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
+
+
+def peak_rate() -> float:
+    """The opening's requests/s at the seed's full scale (BS1-BS3), from the ported model: 20,000."""
+    from ...models.tickets import TicketsParams, scale
+
+    return float(scale(TicketsParams())["peak_rps"])
+
+
+def seed_opening(spec: RunSpec) -> tuple[str, list[Any], str]:
+    """The seed's full opening (200,000 requests, 5,000 quota) in process, in virtual time."""
+    from . import InProcessTickets, OpeningWorkload, check_tickets, replay_opening
+
+    driver = InProcessTickets(policy=spec.policy or "pessimistic")
+    quota, history = replay_opening(driver, OpeningWorkload())
+    # The opening alone (no window phase): it judges the promises of the opening; the load
+    # scenario judges all six, retries, late payments and returns included.
+    judged = [r for r in check_tickets(history, driver.tolerance) if r.name in OPENING_PROMISES]
+    return ("seed-scale opening in process (200,000 requests, 5,000 quota; " + ", ".join(OPENING_PROMISES) + ")",
+            judged, f"quota-row lock taken {driver.core.lock_acquisitions(quota):,} times")
+
+
+def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
+    from targets.tickets.server import serve as serve_tickets
+
+    serve_tickets(args.host, args.port, db, policy=policy, admin_token=args.admin_token,
+                  hold_seconds=args.hold_seconds, lease_seconds=args.lease_seconds, threads=args.threads,
+                  durability=args.durability, http=args.http)
+
+
+def served_options(spec: RunSpec) -> dict[str, object]:
+    return {"lease_seconds": spec.opt("lease_seconds")}
+
+
+OPTIONS = (
+    Option("lease_seconds", "the target's lock lease, s (the reference's --lease-seconds); tickets-lease-faults: "
+                            "sales must resume within it after a lock holder stalls or dies",
+           LOAD | {SERVE}, default=2.0, kind=positive(float), web_ui=True),
+    Option("hold_seconds", "reservation window when PUT /quotas gives none (BS4: 120)", frozenset({SERVE}),
+           default=120.0, kind=positive(float), env="-"),
+    Option("threads", "worker threads for the quota rows' work", frozenset({SERVE}), default=32, kind=positive(int),
+           env="-"),
+    Option("durability", "normal survives a process crash; full also survives power loss (an fsync a commit)",
+           frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
+)
+
+CASE = Case(
+    "tickets", "/tickets", "Case T: the ticket opening", "peakproof.cases.tickets",
+    ("pessimistic", "optimistic", "none"), ("tickets-opening",), ("tickets-lease-faults",),
+    calibration="tickets-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
+    scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
+    options=OPTIONS, served_options=served_options, in_process_stage=seed_opening, serve=serve,
+    model="peakproof.models.tickets", rank=0, model_params="TicketsParams")

@@ -1,0 +1,133 @@
+"""The judgement of a load run: a pure function of the scenario, its history, the run's spec
+and the dispatchers' counters, giving a :class:`~peakproof.report.RunReport` whose verdict
+is the run's (judged here once; every reader after reads it). No Locust import.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checks import CheckResult
+from ..history import History
+from ..offered import LoadCounters, LoadSettings, judge_offered_load, load_charts, undecide_when_behind
+from ..report import Chart, RunReport
+from ..slo import parse_thresholds, with_error_budget
+from ..spec import RunSpec
+from .scenario import Calibration, Scenario
+
+
+@dataclass
+class RunRecord:
+    """What the dispatchers left: the merged history's context, for the judge."""
+
+    started_wall: float
+    finished_wall: float
+    processes: int
+    counters: dict[str, int]
+    dropped_by_second: dict[int, int] = field(default_factory=dict)
+    # (kind, text): "target" (it refused, answered 500 or garbage: a finding) or "harness" (our bug)
+    setup_error: tuple[str, str] | None = None
+    harness_errors: list[str] = field(default_factory=list)
+    locust_html: str | None = None
+
+
+def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> RunReport:
+    """Every check, SLO and the offered load of one run, in one report."""
+    harness_errors = list(rec.harness_errors)
+    slo_texts = with_error_budget(list(spec.slo) or sc.default_slos)
+    checks: list[CheckResult] = []
+    charts: list[Chart] = []
+    details: dict[str, Any] = {}
+    slos: list[CheckResult] = []
+    load: list[CheckResult] = []
+    load_chart_list: list[Chart] = []
+    load_details: dict[str, Any] = {}
+    if rec.setup_error is not None:
+        kind, text = rec.setup_error
+        if kind == "target":
+            checks = [CheckResult("target_setup_succeeded", False, {}, f"the scenario could not prepare the target "
+                                  f"{sc.host}: {text}", note="nothing was sent; fix the target or the URL")]
+        else:
+            harness_errors.append(f"the scenario's setup raised (a harness error, not the target's):\n{text}")
+        load = [CheckResult("offered_load_matches_curve", "unknown", {}, note="no load was offered: setup failed",
+                            chances=0, chance_kind="due arrivals")]
+    else:
+        try:
+            checks, charts, details = sc.judge(history)
+        except Exception:  # a checker bug: the run says nothing about the target
+            harness_errors.append(f"{sc.name}.judge raised:\n{traceback.format_exc()}")
+        thresholds = parse_thresholds(slo_texts)
+        slos = [t.judge(history.ops) for t in thresholds]
+        load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds)
+        slos = undecide_when_behind(slos, load[0])
+    draw_faults(load_chart_list + charts, history, rec.started_wall)
+    params = {**sc.params(), "scale": spec.scale, "time_scale": spec.time_scale, "spacing": spec.spacing,
+              "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
+              "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured"}
+    return RunReport(sc.name, sc.host, rec.started_wall, rec.finished_wall, params, checks, slos, load,
+                     load_chart_list + charts, {**load_details, **details}, locust_html=rec.locust_html,
+                     harness_errors=harness_errors)
+
+
+def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> dict[str, Any]:
+    """A calibration's figures: the highest step offered on time (and answered in time), every step."""
+    if rec.setup_error is not None:
+        doc: dict[str, Any] = {"scenario": sc.name, "rate": 0.0, "error": rec.setup_error[1]}
+    else:
+        doc = sc.conclude(history, rec.started_wall)
+    doc["harness_errors"] = rec.harness_errors
+    return doc
+
+
+def summary(report: RunReport, path: Any) -> str:
+    judged = report.judged
+    lines = [f"\npeakproof {report.scenario}: {judged.outcome}  (report: {path})"]
+    lines += [f"  why: {reason}" for reason in judged.reasons[:6]]
+    for group in (report.load, report.checks, report.slos):
+        for r in group:
+            lines.append("  " + r.line())
+    return "\n".join(lines)
+
+
+def draw_faults(charts: list[Chart], history: History, t0: float) -> None:
+    """Every fault the nemesis put in force, drawn on every chart over run time (fault windows)."""
+    from .. import nemesis
+
+    spans = [(w["start"], w["end"], w["fault"] + (f" {_brief(w['params'])}" if w["params"] else ""))
+             for w in nemesis.windows(history.ops, t0)]
+    for chart in charts:
+        if chart.x_label.startswith("seconds since"):
+            chart.faults = spans
+
+
+def _brief(params: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
+                 thresholds: list[Any] = ()) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+    """Did the run offer the curve? Target vs achieved sends per second, late and dropped."""
+    t0 = rec.started_wall
+    planned = [a.t for a in sc.arrivals()]
+    c = rec.counters
+    counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], rec.dropped_by_second,
+                            c.get("late_by_pool", 0), c.get("late_by_pool_busy", 0), c.get("cpu_percent_max", 0))
+    settings = LoadSettings(spec.late_threshold, spec.max_lateness, spec.offered_tolerance, spec.pool_size,
+                            rec.processes, spec.calibrated_rate, sc.peak_rate())
+    sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
+    result = judge_offered_load(counters, planned, sends, settings)
+    charts = load_charts(planned, history.ops, t0, rec.dropped_by_second, thresholds)
+    limit_ms = spec.late_threshold * 1000
+    details = {"offered load": {"planned arrivals (curve)": len(planned), "due (incl. follow-ups)": c["due"],
+                                "sent": c["sent"], f"sent > {limit_ms:g} ms late": c["late"], "dropped": c["dropped"],
+                                "arrivals that found the pool full": c["pool_full"],
+                                "late or dropped while the pool was full": c.get("late_by_pool", 0),
+                                "... of them already late when they fell due (the generator behind, not the pool)":
+                                    c.get("late_by_pool_busy", 0),
+                                "generator CPU, busiest process (% of a core while dispatching)":
+                                    c.get("cpu_percent_max", 0),
+                                "max lateness before drop (s)": spec.max_lateness}}
+    return [result], charts, details

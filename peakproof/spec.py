@@ -1,0 +1,181 @@
+"""A run, resolved once: :class:`RunSpec`, and what each stage gives back: :class:`StageResult`.
+
+``peakproof run`` parses its command line once into a spec; every stage reads that spec, in
+process or, in a child process, from a file (``--spec spec.json``), and writes a structured
+result (``--result result.json``) that the parent reads. Nothing re-parses another stage's
+text, nothing finds a report by its name, and the verdict is judged once (by the stage that
+ran the checks) and read everywhere after. ``locust -f loadtests/`` and ``pytest
+properties/`` build the same spec from their own command lines, by the same options
+(:mod:`peakproof.options`) and the same resolution (:meth:`RunSpec.resolved`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .case import Case
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run is: which case, which target, which load, how it is judged."""
+
+    case: str
+    target_url: str | None = None  # None: the embedded reference (started by the run)
+    embedded: bool = False  # the target is the reference this run started (its cores are the run's)
+    policy: str | None = None
+    driver: str | None = None
+    admin_token: str | None = None
+    scenario: str = ""  # the stage's scenario (a load stage); "" for the run as a whole
+    scale: float | str = "auto"  # "auto" until the calibration has fitted it
+    time_scale: float | str | None = None  # None: the case's default
+    duration: float | None = None  # None: the case's default
+    processes: int | str = 1
+    faults: bool = False
+    slo: tuple[str, ...] = ()  # empty: the scenario's own, with the default error budget
+    spacing: str = "uniform"
+    seed: int = 20260730
+    pool_size: int = 1000
+    connections: int = 1000
+    source_address: str | None = None
+    request_timeout: float = 5.0
+    max_lateness: float = 2.0
+    late_threshold: float = 0.1
+    offered_tolerance: float = 0.02
+    max_run_seconds: float = 900.0
+    save_history: bool = False
+    report_dir: str = "reports"
+    calibrated_rate: float | None = None
+    calibrate_max_rate: float | None = None
+    calibrate_latency: bool = False
+    skip_properties: bool = False
+    skip_load: bool = False
+    result: str | None = None  # where the stage writes its StageResult
+    html: str | None = None  # Locust's own HTML report of a load stage (linked from ours)
+    case_options: Mapping[str, Any] = field(default_factory=dict)  # the case's own options (Case.options)
+
+    # -- building ---------------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_options(cls, case: "Case", get: Callable[[str], Any], **overrides: Any) -> "RunSpec":
+        """From parsed options: ``get(name)`` gives an option's value (None when absent there)."""
+        names = {f.name for f in fields(cls)} - {"case", "case_options", "embedded"}
+        values: dict[str, Any] = {}
+        for name in names:
+            v = get(name)
+            if v is not None:
+                values[name] = tuple(v) if name == "slo" else v
+        own = {o.name: get(o.name) for o in case.options}
+        spec = cls(case=case.name, case_options={k: v for k, v in own.items() if v is not None}, **values)
+        return replace(spec, **overrides) if overrides else spec
+
+    def resolved(self, case: "Case", *, calibrates: bool = False) -> "RunSpec":
+        """The case's defaults filled in, once: the time scale and duration, the case's own rules.
+        ``calibrates``: ``scale``/``time_scale`` "auto" stay for the calibration to fit (peakproof run);
+        elsewhere "auto" scale means the case's default scale."""
+        time_scale = self.time_scale
+        if time_scale is None:
+            time_scale = "auto" if calibrates and case.scale_axis == "time_scale" else case.default_time_scale
+        if time_scale == "auto" and case.scale_axis != "time_scale":
+            raise UsageError("--time-scale", "a number for this case (only a case whose rates grow with its time "
+                             "scale fits it to the machine)", "auto",
+                             f"Use --scale auto; {case.name}'s default time scale is {case.default_time_scale:g}.")
+        if time_scale == "auto" and not calibrates:
+            time_scale = case.default_time_scale
+        scale = self.scale
+        if scale == "auto" and (not calibrates or case.scale_axis == "time_scale"):
+            scale = case.default_scale
+        duration = self.duration if self.duration is not None else case.default_duration
+        spec = replace(self, time_scale=time_scale, scale=scale, duration=duration)
+        return case.resolve(spec) if case.resolve else spec
+
+    def with_options(self, **changes: Any) -> "RunSpec":
+        return replace(self, **changes)
+
+    def with_case_options(self, **changes: Any) -> "RunSpec":
+        return replace(self, case_options={**self.case_options, **changes})
+
+    def opt(self, name: str, default: Any = None) -> Any:
+        """One of the case's own options (``Case.options``), or ``default``."""
+        v = self.case_options.get(name)
+        return default if v is None else v
+
+    @property
+    def url(self) -> str:
+        if not self.target_url:
+            raise UsageError("the run spec", "a target URL (the embedded target is started before a stage runs)",
+                             None)
+        return self.target_url
+
+    @property
+    def number_scale(self) -> float:
+        if not isinstance(self.scale, (int, float)):
+            raise UsageError("--scale", "a number by now (the calibration fits 'auto')", self.scale)
+        return float(self.scale)
+
+    @property
+    def number_time_scale(self) -> float:
+        if not isinstance(self.time_scale, (int, float)):
+            raise UsageError("--time-scale", "a number by now (the calibration fits 'auto')", self.time_scale)
+        return float(self.time_scale)
+
+    # -- as a file ------------------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["slo"] = list(self.slo)
+        d["case_options"] = dict(self.case_options)
+        return d
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "RunSpec":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - known)
+        if unknown or "case" not in doc:
+            raise UsageError("a run spec", "the fields of peakproof.spec.RunSpec", unknown or doc,
+                             "Write specs with peakproof run (or RunSpec.dump).")
+        d = dict(doc)
+        d["slo"] = tuple(d.get("slo") or ())
+        return cls(**d)
+
+    def dump(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RunSpec":
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise UsageError("--spec", "a run spec file (JSON) written by peakproof run", str(path), str(e)) from None
+        return cls.from_json(doc)
+
+
+@dataclass
+class StageResult:
+    """What one stage of a run concluded, judged once, where its checks ran."""
+
+    stage: str
+    outcome: str  # "PASS" | "FAIL" | "INCONCLUSIVE"
+    reasons: list[str] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)  # CheckResult.to_json()
+    detail: str = ""
+    report: str | None = None  # the HTML report, if the stage wrote one
+    data: dict[str, Any] = field(default_factory=dict)  # the stage's own figures (counts, calibration steps)
+
+    def dump(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_text(json.dumps(asdict(self), indent=1, default=str), encoding="utf-8")
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path) -> "StageResult":
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(**doc)
