@@ -194,13 +194,38 @@ def record_chances(results: Iterable[CheckResult]) -> None:
             EXERCISED[r.name] = max(EXERCISED.get(r.name, 0), r.chances)
 
 
-def assert_checks(results: Iterable[CheckResult]) -> None:
-    """Raise AssertionError naming every failed check (for tests and properties); note their chances."""
+def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Iterable[str] = ()) -> None:
+    """Raise AssertionError naming every failed check (for tests and properties); note their chances.
+
+    By default a check that came out "unknown" passes (a property step judges a history that
+    may not have exercised every check yet). ``decided`` names the checks a test relies on
+    (``decided=("no_oversell", "stock_is_conserved")``; ``True``: every result): each must be
+    among ``results``, decided (True or False, never "unknown") and exercised (not zero
+    chances to fail), or the AssertionError names it and says why.
+    """
     results = list(results)
     record_chances(results)
     failed = [r for r in results if r.failed]
-    if failed:
-        raise AssertionError("\n".join(r.summary() for r in failed))
+    if decided is True:
+        wanted = [r.name for r in results]
+    elif decided is False:
+        wanted = []
+    else:
+        wanted = [decided] if isinstance(decided, str) else list(decided)
+    by_name = {r.name: r for r in results}
+    missing = [name for name in wanted if name not in by_name]
+    undecided = [by_name[name] for name in wanted
+                 if name in by_name and not by_name[name].failed
+                 and not (by_name[name].decided and by_name[name].exercised)]
+    if failed or missing or undecided:
+        parts = [r.summary() for r in failed]
+        if undecided:
+            parts.append("checks this test relies on were not decided (unknown, or no chance to fail):")
+            parts += [r.summary() for r in undecided]
+        if missing:
+            parts.append(f"checks this test relies on are not among the results: {', '.join(missing)} "
+                         f"(the results are: {', '.join(by_name) or 'none'})")
+        raise AssertionError("\n".join(parts))
 
 
 

@@ -300,6 +300,7 @@ def _assert_stock_untouched(url: str, quota: str, session: requests.Session) -> 
     assert (q["available"], q["held"], q["sold"]) == (10, 0, 0), f"a refused request changed stock: {q}"
 
 
+@pytest.mark.http  # tickets_url: --target-url, or the reference server started on 127.0.0.1
 @given(body=malformed_reservation_bodies())
 def test_malformed_reservations_are_refused_with_a_4xx_and_change_no_stock(
         tickets_url: str, robust_quota: tuple[str, requests.Session], body: bytes) -> None:
@@ -310,6 +311,7 @@ def test_malformed_reservations_are_refused_with_a_4xx_and_change_no_stock(
     _assert_stock_untouched(tickets_url, quota, session)
 
 
+@pytest.mark.http
 @given(some_id=st.text(min_size=1, max_size=40), action=st.sampled_from(["confirm", "cancel", "get", "quota"]))
 def test_unknown_ids_get_a_404_in_the_contract_shape(
         tickets_url: str, robust_quota: tuple[str, requests.Session], some_id: str, action: str) -> None:

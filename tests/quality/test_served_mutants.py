@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.locust_run import run_locust
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.http
+pytestmark = [pytest.mark.http, pytest.mark.slow]  # served mutants, Locust runs, child pytest runs
 
 
 def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
@@ -34,12 +35,7 @@ def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
 
 def load_against(url: str, scenario: str, tmp_path: Path, *extra: str,
                  locustfile: Path = ROOT / "loadtests") -> tuple[int, dict[str, Any], str]:
-    cmd = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--host", url,
-           "--scenario", scenario, "--report-dir", str(tmp_path), "--only-summary", "--loglevel", "WARNING", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    sidecars = sorted(tmp_path.glob(f"{scenario}-*.json"), key=lambda p: p.stat().st_mtime)
-    assert sidecars, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return proc.returncode, json.loads(sidecars[-1].read_text()), proc.stdout + proc.stderr
+    return run_locust(url, scenario, tmp_path, *extra, locustfile=locustfile, timeout=600)
 
 
 def result(doc: dict[str, Any], name: str) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""``assert_checks``: a failed check always raises; with ``decided`` a check the test relies on
+must also have been decided and exercised (an "unknown" one, or one with no chance to fail,
+says nothing, so a test that leans on it must not pass)."""
+
+from __future__ import annotations
+
+import pytest
+
+from peakproof import checks
+from peakproof.checks import CheckResult, Violations, assert_checks
+
+HELD = CheckResult("no_oversell", True, chances=12, chance_kind="reads")
+UNKNOWN = CheckResult("stock_is_conserved", "unknown", note="info operations could explain it either way", chances=3)
+UNEXERCISED = Violations().result("expired_hold_is_never_sold", {}, chances=0, chance_kind="late confirms")
+NOT_COUNTED = CheckResult("reservation_is_idempotent", True)  # chances None: not counted, not zero
+BROKEN = CheckResult("units_return_exactly_once", False, {"violations": 1}, "units returned twice")
+
+
+@pytest.fixture(autouse=True)
+def _own_chances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These made-up results stay out of the run's chances summary."""
+    monkeypatch.setattr(checks, "EXERCISED", {})
+
+
+def test_by_default_only_a_failed_check_raises() -> None:
+    assert_checks([HELD, UNKNOWN, UNEXERCISED, NOT_COUNTED])
+    with pytest.raises(AssertionError, match=r"^units_return_exactly_once: FAIL"):
+        assert_checks([HELD, UNKNOWN, BROKEN])
+
+
+def test_a_named_check_that_came_out_unknown_or_had_no_chance_raises_and_says_so() -> None:
+    assert_checks([HELD, UNKNOWN, NOT_COUNTED], decided=("no_oversell", "reservation_is_idempotent"))
+    with pytest.raises(AssertionError, match=r"(?s)not decided.*stock_is_conserved: unknown.*either way") as e:
+        assert_checks([HELD, UNKNOWN], decided=("no_oversell", "stock_is_conserved"))
+    assert "no_oversell" not in str(e.value)
+    with pytest.raises(AssertionError, match=r"(?s)expired_hold_is_never_sold: unknown.*chances: 0 late confirms"):
+        assert_checks([HELD, UNEXERCISED], decided="expired_hold_is_never_sold")
+
+
+def test_a_named_check_missing_from_the_results_raises() -> None:
+    with pytest.raises(AssertionError, match=r"not among the results: no_overselll \(the results are: no_oversell\)"):
+        assert_checks([HELD], decided=("no_overselll",))
+
+
+def test_decided_true_asks_it_of_every_result_and_failures_are_reported_first() -> None:
+    assert_checks([HELD, NOT_COUNTED], decided=True)
+    with pytest.raises(AssertionError) as e:
+        assert_checks([HELD, UNKNOWN, BROKEN], decided=True)
+    text = str(e.value)
+    assert text.startswith("units_return_exactly_once: FAIL") and "stock_is_conserved: unknown" in text
