@@ -15,12 +15,12 @@ from targets._asgi import AsgiApp
 from targets._background import BackgroundLoop
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = tuple(name for name, case in all_cases().items() if case.package == f"peakproof.cases.{name}")
+BUILT_IN = tuple(name for name, case in all_cases().items() if case.package == f"peakproof.cases.{name}")
 APPS = {"tickets": "TicketsApp", "notifications": "NotificationsApp", "feed": "FeedApp"}
 LOOPS = {"tickets": "Supervisor", "notifications": "Dispatcher", "feed": "FanoutConsumers"}
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", BUILT_IN)
 def test_every_case_has_the_same_files(case: str) -> None:
     for path in (f"peakproof/cases/{case}/case.py", f"peakproof/cases/{case}/driver.py", f"peakproof/cases/{case}/workload.py",
                  f"peakproof/cases/{case}/checks.py", f"targets/{case}/core.py", f"targets/{case}/store.py",
@@ -30,7 +30,7 @@ def test_every_case_has_the_same_files(case: str) -> None:
         assert (ROOT / path).is_file(), path
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", BUILT_IN)
 def test_every_case_drives_its_target_through_the_shared_driver_bases(case: str) -> None:
     pkg = importlib.import_module(f"peakproof.cases.{case}")
     assert issubclass(pkg.IN_PROCESS, InProcessDriver) and issubclass(pkg.OVER_HTTP, HttpDriver)
@@ -41,7 +41,7 @@ def test_every_case_drives_its_target_through_the_shared_driver_bases(case: str)
         assert "_do" not in vars(cls) and "_call" not in vars(cls), cls
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", BUILT_IN)
 def test_every_case_judges_with_pure_functions_of_one_analysis_each_stating_its_promise(case: str) -> None:
     checks = importlib.import_module(f"peakproof.cases.{case}.checks")
     analysis = {"tickets": checks.__dict__.get("TicketsAnalysis"), "notifications":
@@ -56,7 +56,7 @@ def test_every_case_judges_with_pure_functions_of_one_analysis_each_stating_its_
     assert callable(getattr(checks, f"check_{case}"))
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", BUILT_IN)
 def test_every_reference_target_stands_on_the_shared_asgi_base_and_loop(case: str) -> None:
     app = importlib.import_module(f"targets.{case}.app")
     assert issubclass(getattr(app, APPS[case]), AsgiApp)
@@ -66,7 +66,7 @@ def test_every_reference_target_stands_on_the_shared_asgi_base_and_loop(case: st
             assert list(inspect.signature(fn).parameters)[:2] == ["self", "req"], name
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", BUILT_IN)
 def test_every_case_has_its_property_fixture_and_its_workload_describes_itself(case: str) -> None:
     import peakproof.pytest_plugin as plugin
 

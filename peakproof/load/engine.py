@@ -17,6 +17,7 @@ chosen by name; there is exactly one shape class (this module's), whatever files
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -89,7 +90,11 @@ PROCESS = _Process()
 
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
-    add_options(parser.add_argument_group("peakproof", "open-model scenarios (peakproof)"), LOCUST)
+    group = parser.add_argument_group("peakproof", "open-model scenarios (peakproof)")
+    add_options(group, LOCUST)
+    for action in group._group_actions:  # the scenarios the locustfiles registered: the web UI's drop-down
+        if action.dest == "scenario":
+            action.choices = [""] + sorted(SCENARIOS)
 
 
 def spec_from_options(opts: Any, host: str | None) -> RunSpec:
@@ -103,10 +108,32 @@ def spec_from_options(opts: Any, host: str | None) -> RunSpec:
 
     cls = SCENARIOS[opts.scenario]
     case = get_case(cls.case)
-    spec = RunSpec.from_options(case, lambda name: getattr(opts, name, None),
-                                target_url=getattr(opts, "target_url", None) or host or None,
+    spec = RunSpec.from_options(case, _typed(opts),
+                                # Locust's own --host first (what a Locust user gives), else --target-url
+                                target_url=host or getattr(opts, "target_url", None) or None,
                                 html=getattr(opts, "html_file", None))
     return spec.resolved(case)
+
+
+def _typed(opts: Any) -> Any:
+    """Option values by name, parsed by their option's own parser where they came as text (Locust's
+    web UI form sets what the user typed, as typed); an empty field is no value."""
+    from ..options import all_options
+
+    kinds = {o.name: o.kind for o in all_options()}
+
+    def get(name: str) -> Any:
+        value = getattr(opts, name, None)
+        if isinstance(value, str) and kinds.get(name) is not None:
+            if value.strip() == "":
+                return None
+            try:
+                return kinds[name](value)  # type: ignore[misc]
+            except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
+                raise UsageError(f"--{name.replace('_', '-')}", str(e), value) from None
+        return value
+
+    return get
 
 
 def _check(opts: Any) -> str | None:
@@ -184,8 +211,9 @@ def _engine_for_this_start(environment: Any) -> Engine | None:
             return PROCESS.engine
         except PeakproofError as e:
             why = str(e)
-    PROCESS.last.update(outcome="NOT STARTED", reasons=[why.splitlines()[0] + " (" +
-                                                        ", ".join(sorted(SCENARIOS)) + ")"])
+    if opts.scenario not in SCENARIOS:
+        why = f"--scenario: choose one of {', '.join(sorted(SCENARIOS))} (got {opts.scenario!r})"
+    PROCESS.last.update(outcome="NOT STARTED", reasons=[why.splitlines()[0]])
     return None  # the shape's tick gets no engine and ends the run at once
 
 

@@ -15,7 +15,7 @@ from ..http import TransportError
 class GeventTransport:
     """The engine's HTTP transport (a :class:`peakproof.http.Transport`), reporting to Locust.
 
-    Plain ``http`` goes through :class:`peakproof.wire.WireClient` (kept-alive sockets and a
+    Plain ``http`` goes through :class:`peakproof.load.wire.WireClient` (kept-alive sockets and a
     C parser, about half geventhttpclient's CPU a request); ``https`` through
     geventhttpclient. Locust's statistics are fed in batches (:class:`StatsBatch`). Any HTTP
     answer below 500 is a success to Locust (a sold-out 409 is the system working); 5xx

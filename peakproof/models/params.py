@@ -1,7 +1,7 @@
 """The seeds' parameters, one dataclass per case, each field with the seed's value and its id
 (BS = tickets, BI = notifications, VH = feed). The models in ``tickets.py``,
-``notifications.py`` and ``feed.py`` compute from these; ``peakproof.models.PARAMS`` maps a
-case to its class.
+``notifications.py`` and ``feed.py`` compute from these; each case's ``Case.model_params``
+names its class (``peakproof models`` builds its options from it).
 """
 
 from __future__ import annotations
