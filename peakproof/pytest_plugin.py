@@ -184,10 +184,7 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
                       chances: dict[str, int]) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
     PASS when some ran and all held, INCONCLUSIVE otherwise (none ran, or pytest itself went wrong)."""
-    idle = sorted(name for name, n in chances.items() if not n)
     detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
-    if idle:
-        detail += f"; not exercised by the properties (the load must): {', '.join(idle)}"
     if counts["failed"]:
         return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail,
                            data={"counts": counts, "chances": chances, "exitstatus": exitstatus})

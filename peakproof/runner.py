@@ -208,6 +208,9 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     res = StageResult.load(result)
     if res.outcome != "PASS":
         print(proc.stdout[-6000:] if res.outcome == "FAIL" else proc.stdout[-3000:] + proc.stderr[-2000:])
+    idle = sorted(check for check, n in res.data.get("chances", {}).items() if not n)
+    if idle:
+        took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
     return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
 
 

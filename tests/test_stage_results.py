@@ -1,0 +1,34 @@
+"""A stage's outcome is judged once, where its checks ran, from what it counted (never from text
+another process printed): the properties' result from pytest's own reports."""
+
+from __future__ import annotations
+
+from peakproof.pytest_plugin import properties_result
+
+
+def counts(passed: int = 0, failed: int = 0, skipped: int = 0, errors: int = 0) -> dict[str, int]:
+    return {"passed": passed, "failed": failed, "skipped": skipped, "errors": errors}
+
+
+def test_a_failed_property_is_the_target_s_fail_and_names_the_first_failure() -> None:
+    r = properties_result(1, counts(passed=3, failed=1), "test_x: no_oversell: FAIL (2 units oversold)", {})
+    assert r.outcome == "FAIL" and r.reasons == ["test_x: no_oversell: FAIL (2 units oversold)"]
+
+
+def test_properties_that_ran_and_held_pass_and_say_what_they_did_not_exercise() -> None:
+    r = properties_result(0, counts(passed=4, skipped=2), "", {"no_oversell": 12, "inbox_capped": 0})
+    assert r.outcome == "PASS" and r.detail == "4 passed, 2 skipped"
+    assert r.data["chances"] == {"no_oversell": 12, "inbox_capped": 0}
+
+
+def test_no_property_run_is_inconclusive_not_a_pass() -> None:
+    for status in (0, 5):  # all skipped, or none collected: nothing was decided
+        r = properties_result(status, counts(skipped=3), "", {})
+        assert r.outcome == "INCONCLUSIVE" and "no property ran" in r.reasons[0]
+
+
+def test_pytest_going_wrong_is_inconclusive_with_its_exit_status() -> None:
+    r = properties_result(4, counts(errors=1), "conftest.py: bad option", {})
+    assert r.outcome == "INCONCLUSIVE" and "pytest exited 4" in r.reasons[0] and "bad option" in r.reasons[0]
+    r = properties_result(2, counts(passed=2, errors=1), "setup of test_y: refused", {})  # a fixture error
+    assert r.outcome == "INCONCLUSIVE"
