@@ -160,7 +160,7 @@ def test_only_the_environment_registers_the_case() -> None:
 @pytest.mark.timeout(1000)
 def test_peakproof_run_counter_fails_the_racy_policy(tmp_path: Path) -> None:
     # the served policy goes through the same path: concurrent increments on the racy target are lost
-    proc = run(["-m", "peakproof", "run", "counter", "--policy", "racy", "--scale", "1", "--duration", "2",
+    proc = run(["-m", "peakproof", "run", "counter", "--policy", "racy", "--skip-load",
                 "--report-dir", str(tmp_path / "reports")], timeout=900)
     assert proc.returncode == 1, shown(proc)
     assert "peakproof verdict for counter: FAIL" in proc.stdout, shown(proc)
