@@ -159,9 +159,9 @@ class NotificationsMachine(SendsNotifications):
 
 
 ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}
-# A flood: the providers answer in 50 ms, slow enough that a few hundred reminders outrun a
-# channel's workers, fast enough that the backlog drains in seconds; sent by 8 clients at once.
-FLOOD_LATENCY, FLOOD_CLIENTS = 0.05, 8
+# A flood: the providers answer in 100 ms, slow enough that a few hundred reminders outrun a
+# channel's workers, fast enough that the backlog drains in seconds; sent by 32 clients at once.
+FLOOD_LATENCY, FLOOD_CLIENTS = 0.1, 32
 PREFERENCES = [["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]
 FAULTS = st.one_of(
     st.tuples(st.just("channel_down"), st.sampled_from([*CHANNELS, "all"])),
