@@ -27,7 +27,9 @@ import gevent.pool
 
 from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
-from peakproof.cases.notifications import (CASE, HttpNotifications, NotificationsAnalysis, check_notifications,
+from peakproof.capabilities import CapabilityMissing
+from peakproof.checks import CheckResult
+from peakproof.cases.notifications import (CASE, NotificationsAnalysis, Providers, check_notifications, provider_record,
                                            peak_minute, urgent_mean_latency)
 from peakproof.cases.notifications.case import rules_of
 from peakproof.errors import SetupFailed, UsageError
@@ -111,9 +113,12 @@ class NotificationsPeak(Scenario):
                 "target's rules (judged by)": self.rules.describe(), "provider url": self.provider_url,
                 "run id": self.run_id}
 
-    def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
-        return HttpNotifications(self.host, self.provider_url, history=history, transport=transport,
-                                 timeout=self.spec.request_timeout)
+    def _driver(self, history: History | None = None, transport: Any = None) -> Any:
+        return self.driver(history, transport)
+
+    def providers(self, history: History) -> Providers:
+        """The simulator the target delivers through (its model and record: ours, whatever the driver)."""
+        return Providers(self.provider_url, history=history, timeout=self.spec.request_timeout)
 
     # -- master / local ---------------------------------------------------------------------
 
@@ -123,9 +128,11 @@ class NotificationsPeak(Scenario):
                              "Start them with peakproof serve providers and pass --provider-url.")
         self.run_id = uuid.uuid4().hex[:8]
         d = self._driver()
-        config = d.provider_config()  # the whole model, reset: an earlier run leaves nothing
+        self.need(d, "setup")
+        sim = self.providers(d.history)
+        config = sim.config()  # the whole model, reset: an earlier run leaves nothing
         if config.type == OK and self.provider_faults:  # the scenario's fault, an op of the nemesis (drawn on charts)
-            config = nemesis.inject(d.history, "providers", lambda: d.provider_config(**self.provider_faults).type == OK,
+            config = nemesis.inject(d.history, "providers", lambda: sim.config(**self.provider_faults).type == OK,
                                     **self.provider_faults)
         if config.type != OK:
             raise SetupFailed(f"the providers at {self.provider_url} refused their configuration: {config!r}")
@@ -133,7 +140,7 @@ class NotificationsPeak(Scenario):
         dead = {"push": [a["push_token"] for _, _, a, _ in doomed], "sms": [a["phone"] for _, _, a, _ in doomed],
                 "email": [a["email"] for _, _, a, _ in doomed]}
         took = nemesis.inject(d.history, "dead_everywhere",
-                              lambda: d.provider_config(replace=False, dead=dead).type == OK,
+                              lambda: sim.config(replace=False, dead=dead).type == OK,
                               recipients=[f"{self.run_id}-{r}" for r, _, _, _ in doomed])
         if took.type != OK:
             raise SetupFailed(f"the providers at {self.provider_url} refused dead addresses: {took!r}")
@@ -143,6 +150,7 @@ class NotificationsPeak(Scenario):
         pool.join()
         bad = [op for op in d.history.ops if op.f == "put_recipient" and op.type != OK]
         if bad:
+            self.need(d, "setup", bad[0])
             raise SetupFailed(f"{len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
         self.setup_history = d.history
         return {"run_id": self.run_id, "rate": self.rate}
@@ -173,12 +181,17 @@ class NotificationsPeak(Scenario):
         pool = gevent.pool.Pool(50)
         pool.map(lambda nid: d.get_notification(nid, process="final"), list(dict.fromkeys(ids)))
         self.unfinished = len(pending)
-        d.provider_config()  # back to the seed's model
+        self.providers(d.history).config()  # back to the seed's model
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
         prefix = f"{self.run_id}-"
         d = self._driver(history)
-        everything = d.provider_calls()  # the providers may have served earlier runs too
+        try:
+            everything = provider_record(d, self.provider_url, history)  # may hold earlier runs too
+        except CapabilityMissing as e:  # no record: every check that reads it is undecided, saying why
+            self.lacking.add("providers_record")
+            return [CheckResult(name, "unknown", {}, note=str(e)) for name in CASE.capability("providers_record").checks
+                    ], [], {}
         calls = [c for c in everything if c["recipient_id"].startswith(prefix)]
         a = NotificationsAnalysis(history, calls, channel_calls=everything, **self.rules.judging())
         checks = check_notifications(history, calls, channel_calls=everything, rules=self.rules,
@@ -209,7 +222,7 @@ class NotificationsPeak(Scenario):
                   Chart("Provider call outcomes over time", "calls / s", {k: sorted(v.items()) for k, v in outcomes.items()}),
                   Chart("Mean delivery latency by acceptance second: urgent vs reminder", "seconds",
                         {p: [(s, sum(v) / len(v)) for s, v in sorted(d.items())] for p, d in lat.items()})]
-        b = d.breakers()
+        b = d.breakers() if self.has(d, "stats") else None
         try:
             state = {"closed": 0, "half-open": 1, "open": 2}
             charts.append(Chart("Breaker state over time (reference target: 0 closed, 1 half-open, 2 open)", "state",
@@ -237,9 +250,6 @@ class NotificationsPeak(Scenario):
 
     def bound_seconds(self) -> float:
         return self.seconds + 3 * self.backoff + 90
-
-    def make_driver(self, history: History, transport: Any) -> HttpNotifications:
-        return self._driver(history, transport)
 
     def handlers(self) -> dict[str, Handler]:
         return {"notify": self.notify, "status": self.read_status}
@@ -309,7 +319,9 @@ class NotificationsReminderFlood(NotificationsPeak):
         """Deliveries/s the target reaches with the providers as slow as in the flood: a burst of
         reminders sent by 50 clients at once, timed by their first calls in the providers' record."""
         d = self._driver()
-        d.provider_config(**self.provider_faults)
+        if not self.has(d, "setup"):
+            return 0.0
+        self.providers(d.history).config(**self.provider_faults)
         tag = "cap" + uuid.uuid4().hex[:6]
         people = peak_minute(30, self.spec.seed + 1)
         for rid, channels, addresses, _ in people:
@@ -320,7 +332,7 @@ class NotificationsReminderFlood(NotificationsPeak):
         deadline = time.time() + 60
         firsts: dict[str, float] = {}
         while time.time() < deadline:
-            for c in d.provider_calls():
+            for c in provider_record(d, self.provider_url):
                 if c["event_id"].startswith(tag):
                     firsts.setdefault(c["event_id"], c["at"])
             if len(firsts) >= self.PROBE:
@@ -341,26 +353,21 @@ class NotificationsCalibrate(Calibration):
     description = "Calibration: rising rates of accepted notifications until arrivals go out late or slow"
     latency_limit = 0.5  # an accept that takes longer holds the pool at the peak's rate
 
-    def _driver(self, history: History | None = None, transport: Any = None) -> HttpNotifications:
-        return HttpNotifications(self.host, self.spec.opt("provider_url"), history=history,
-                                 transport=transport, timeout=self.spec.request_timeout)
-
     def setup(self) -> dict[str, Any]:
         self.run_id = "cal" + uuid.uuid4().hex[:6]
-        d = self._driver()
+        d = self.driver()
+        self.need(d, "setup")
         people = peak_minute(50, self.spec.seed)
         for rid, channels, addresses, _ in people:
             d.put_recipient(f"{self.run_id}-{rid}", channels, addresses, process="setup")
         bad = [op for op in d.history.ops if op.f == "put_recipient" and op.type != OK]
         if bad:
+            self.need(d, "setup", bad[0])
             raise SetupFailed(f"{len(bad)} recipients could not be set up on {self.host}: {bad[0]!r}")
         return {"run_id": self.run_id, "recipients": [f"{self.run_id}-{p[0]}" for p in people]}
 
     def adopt(self, shared: dict[str, Any]) -> None:
         self.run_id, self.recipients = shared["run_id"], shared["recipients"]
-
-    def make_driver(self, history: History, transport: Any) -> HttpNotifications:
-        return self._driver(history, transport)
 
     def probe(self, ctx: Context, a: Arrival) -> None:
         i = a.data[1]

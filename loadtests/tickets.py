@@ -21,7 +21,7 @@ import uuid
 from typing import Any
 
 from peakproof import nemesis
-from peakproof.cases.tickets import CASE, HttpTickets, OpeningWorkload, buyer_names, check_tickets
+from peakproof.cases.tickets import CASE, OpeningWorkload, buyer_names, check_tickets, tolerance_of
 from peakproof.cases.tickets.lease import decisions_within_100ms_outside_faults, sales_resume_within_the_lease
 from peakproof.errors import SetupFailed
 from peakproof.history import INFO, OK, History, Op
@@ -75,16 +75,17 @@ class TicketsOpening(Scenario):
                 "double cancel share": DOUBLE_CANCEL_SHARE, "replays with another quantity": OTHER_QUANTITY_SHARE,
                 "quota id": self.quota_id}
 
-    def _driver(self, history: History | None = None, transport: Any = None) -> HttpTickets:
-        return HttpTickets(self.host, admin_token=self.spec.admin_token, history=history,
-                           timeout=self.spec.request_timeout, transport=transport)
+    def _driver(self, history: History | None = None, transport: Any = None) -> Any:
+        return self.driver(history, transport)
 
     # -- master / local ---------------------------------------------------------------------
 
     def setup(self) -> dict[str, Any]:
         self.quota_id = f"opening-{uuid.uuid4().hex[:10]}"
         self.setup_driver = self._driver()
+        self.need(self.setup_driver, "setup")
         op = self.setup_driver.put_quota(self.quota_id, self.quota, self.hold)
+        self.need(self.setup_driver, "setup", op)
         if op.type != OK:
             raise SetupFailed(f"could not create the quota on {self.host}: {op.value} {op.error}")
         return {"quota_id": self.quota_id}
@@ -97,8 +98,7 @@ class TicketsOpening(Scenario):
         self._driver(history).read_quota(self.quota_id, process="final")
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        tol = HttpTickets.tolerance
-        checks = check_tickets(history, tol)
+        checks = check_tickets(history, tolerance_of(self.setup_driver))
         t0 = min((op.invoke_time for op in history.ops), default=0.0)
         reads = sorted((op for op in history.ops if op.f == "read_quota" and op.type == OK),
                        key=lambda o: o.complete_time)
@@ -149,15 +149,12 @@ class TicketsOpening(Scenario):
     def bound_seconds(self) -> float:
         return self.seconds + 2 * self.hold * 1.05 + LATE_WAVE_SECONDS + 30
 
-    def make_driver(self, history: History, transport: Any) -> HttpTickets:
-        return self._driver(history, transport)
-
     def handlers(self) -> dict[str, Handler]:
         return {"reserve": self.reserve, "retry": self.retry, "confirm": self.confirm, "cancel": self.cancel,
                 "cancel-again": self.cancel_again}
 
     def reserve(self, ctx: Context, a: Arrival) -> None:
-        d: HttpTickets = ctx.driver
+        d = ctx.driver
         rnd = ctx.random
         i, qty, retry = a.data
         buyer = f"{self._buyers[i % len(self._buyers)]}-{i}"
@@ -172,7 +169,7 @@ class TicketsOpening(Scenario):
             elif rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
                 # pays after the hold lapsed: must not be sold (a few on every run, whatever the scale)
                 self._late_confirms += 1
-                late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + rnd.uniform(0.3, 1.0)
+                late = _expires_in(op.value, self.hold) + tolerance_of(d).skew + rnd.uniform(0.3, 1.0)
                 ctx.later(late, "confirm", op.value["reservation_id"])
 
     def retry(self, ctx: Context, a: Arrival) -> None:
@@ -204,7 +201,10 @@ def _expires_in(reservation: dict[str, Any], hold: float) -> float:
 def _empty_quota(sc: Scenario, prefix: str) -> str:
     """A new quota with no stock: every reservation takes the sold-out path."""
     quota_id = f"{prefix}-{uuid.uuid4().hex[:10]}"
-    op = HttpTickets(sc.host, admin_token=sc.spec.admin_token).put_quota(quota_id, 0, 60.0)
+    d = sc.driver()
+    sc.need(d, "setup")
+    op = d.put_quota(quota_id, 0, 60.0)
+    sc.need(d, "setup", op)
     if op.type != OK:
         raise SetupFailed(f"could not create the quota on {sc.host}: {op.value} {op.error}")
     return quota_id
@@ -250,9 +250,6 @@ class TicketsSoldOut(Scenario):
     def bound_seconds(self) -> float:
         return self.seconds + 30
 
-    def make_driver(self, history: History, transport: Any) -> HttpTickets:
-        return HttpTickets(self.host, history=history, transport=transport)
-
     def handlers(self) -> dict[str, Handler]:
         return {"reserve": self.reserve}
 
@@ -261,12 +258,12 @@ class TicketsSoldOut(Scenario):
                            intended_time=ctx.intended(a.t))
 
     def finish(self, history: History) -> None:
-        HttpTickets(self.host, history=history).read_quota(self.quota_id, process="final")
+        self.driver(history).read_quota(self.quota_id, process="final")
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
         # nothing is ever free here: only the promises a sold-out path can break are judged
         # (a sale on an empty quota, counts that stop adding up); the opening judges all six
-        return [r for r in check_tickets(history, HttpTickets.tolerance) if r.name in SOLD_OUT_PROMISES], [], {}
+        return [r for r in check_tickets(history, tolerance_of(self.driver())) if r.name in SOLD_OUT_PROMISES], [], {}
 
 
 @scenario
@@ -339,7 +336,7 @@ class TicketsLeaseFaults(TicketsOpening):
             ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
         elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed
             self._late_confirms += 1
-            late = _expires_in(op.value, self.hold) + HttpTickets.tolerance.skew + ctx.random.uniform(0.3, 1.0)
+            late = _expires_in(op.value, self.hold) + tolerance_of(ctx.driver).skew + ctx.random.uniform(0.3, 1.0)
             ctx.later(late, "confirm", op.value["reservation_id"])
 
     def monitor(self, history: History, now: float | None) -> None:
@@ -347,6 +344,8 @@ class TicketsLeaseFaults(TicketsOpening):
         if now is None:
             return
         d = self._driver()  # the hook's own call is not a buyer's operation: only the fault op is recorded
+        if not self.has(d, "faults"):  # no hook: nothing is put in; the lease checks say which capability
+            return
         while len(self.fired) < len(self.plan) and self.plan[len(self.fired)][0] <= now:
             _, fault, params = self.plan[len(self.fired)]
             op = nemesis.inject(history, fault, lambda: d.nemesis(fault, **params).type == OK,
@@ -391,9 +390,6 @@ class TicketsCalibrate(Calibration):
 
     def adopt(self, shared: dict[str, Any]) -> None:
         self.quota_id = shared["quota_id"]
-
-    def make_driver(self, history: History, transport: Any) -> HttpTickets:
-        return HttpTickets(self.host, history=history, transport=transport, timeout=self.spec.request_timeout)
 
     def probe(self, ctx: Context, a: Arrival) -> None:
         i = a.data[1]

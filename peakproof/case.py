@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
+    from .capabilities import Capability
     from .options import Option
     from .spec import RunSpec
 
@@ -73,6 +74,13 @@ class Case:
     loadtest: str | None = None  # the scenarios' locustfile; default: loadtests/<name>.py of the checkout
     properties: str | None = None  # the Hypothesis properties; default: properties/test_<name>.py
     rank: int = 100  # the registry's order (the first is peakproof run's default case)
+    # what a driver may offer beyond the protocol's operations (peakproof.capabilities)
+    capabilities: tuple["Capability", ...] = ()
+    # the case's own keywords for a driver's constructor (the notifications' provider_url)
+    driver_options: Callable[["RunSpec"], dict[str, Any]] = lambda spec: {}
+
+    def capability(self, name: str) -> "Capability":
+        return next(c for c in self.capabilities if c.name == name)
 
     @property
     def default_policy(self) -> str:

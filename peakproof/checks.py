@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
-Validity = bool | Literal["unknown"]
+Validity = bool | Literal["unknown", "waived"]  # waived: undecided, and the user said why (--without)
 
 UNITS = ("s", "share", "count", "violations")
 
@@ -94,7 +94,7 @@ class CheckResult:
         return self.chances is None or self.chances > 0
 
     def summary(self) -> str:
-        mark = {True: "ok", False: "FAIL", "unknown": "unknown"}[self.valid]
+        mark = {True: "ok", False: "FAIL", "unknown": "unknown", "waived": "waived"}[self.valid]
         counts = ", ".join(f"{k} {_fmt(v)}" for k, v in self.counts.items())
         text = f"{self.name}: {mark}" + (f" ({counts})" if counts else "")
         if self.actual is not None or self.limit is not None:
@@ -123,7 +123,7 @@ class CheckResult:
 
     def line(self) -> str:
         """One terminal line: mark, name, Actual / Limit, chances, and why."""
-        mark = {True: "ok", False: "FAIL", "unknown": "??"}[self.valid]
+        mark = {True: "ok", False: "FAIL", "unknown": "??", "waived": "waived"}[self.valid]
         actual, limit = self.actual_limit()
         text = f"[{mark}] {self.name}: Actual {actual} / Limit {limit}"
         if self.chances is not None:

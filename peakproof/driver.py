@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from .clock import VirtualClock
 from .history import FAIL, INFO, OK, History, Op
-from .http import RequestsTransport, Transport, call, json_object
+from .http import CONTRACT_ERRORS, ErrorMap, RequestsTransport, Transport, call, dig, json_object
 
 SIDE = "harness"  # the process of the harness's side calls
 
@@ -67,8 +67,11 @@ class HttpDriver:
 
     ``session`` is a ``requests.Session``; ``transport`` any :class:`peakproof.http.Transport`
     (the load engine passes its ``GeventTransport`` over geventhttpclient). Outcomes follow
-    :func:`peakproof.http.call`.
+    :func:`peakproof.http.call`; ``errors`` reads the service's error answers as the contract's
+    codes (a driver for another API sets its own :class:`~peakproof.http.ErrorMap`).
     """
+
+    errors: ErrorMap = CONTRACT_ERRORS
 
     def __init__(self, base_url: str, *, session: Any = None, timeout: float = 5.0,
                  history: History | None = None, transport: Transport | None = None,
@@ -99,7 +102,8 @@ class HttpDriver:
               admin: bool = False, slow: bool = False) -> Op:
         """One operation of the contract, ``path`` under the base URL."""
         return call(self.history, self.slow_transport if slow else self.transport, f, args, method, self.base + path, body, process, parse,
-                    intended_time=intended_time, headers=self._admin if admin else None, name=name or f)
+                    intended_time=intended_time, headers=self._admin if admin else None, name=name or f,
+                    errors=self.errors)
 
     def side_call(self, f: str, method: str, url: str, body: Any = None, parse: Callable[[Any], Any] = json_object,
                   *, args: dict[str, Any] | None = None, admin: bool = False,
@@ -118,28 +122,119 @@ class HttpDriver:
         return op, value
 
 
-def load_driver(spec: str, protocol: type, **kwargs: Any) -> Any:
-    """``package.module:ClassName`` -> an instance built with ``kwargs`` (e.g. base_url), checked
-    against the case's driver ``protocol`` (a runtime-checkable ``typing.Protocol``)."""
+def driver_class(spec: str, protocol: type) -> type:
+    """``package.module:ClassName`` (or ``path/to/file.py:ClassName``) -> the class, checked
+    against the case's ``protocol``: every operation it names must be a method of the class."""
     import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
 
     from .errors import DriverSpecError
 
-    module_name, sep, attr = spec.partition(":")
+    module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise DriverSpecError("--driver", "'package.module:ClassName'", spec,
+        raise DriverSpecError("--driver", "'package.module:ClassName' or 'path/to/driver.py:ClassName'", spec,
                               "Name the module and the class, e.g. mypkg.drivers:MyTickets.")
     try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as e:
-        raise DriverSpecError("--driver", "an importable class", spec, f"Import failed: {e}.") from None
-    driver = cls(**kwargs)
-    wanted = [m for m in dir(protocol) if not m.startswith("_")] + list(getattr(protocol, "__annotations__", {}))
-    missing = sorted({m for m in wanted if not hasattr(driver, m)})
+        if module_name.endswith(".py"):  # a file: imported under its own name, its folder first on the path
+            path = Path(module_name).resolve()
+            if not path.is_file():
+                raise ImportError(f"no file {path}")
+            sys.path.insert(0, str(path.parent)) if str(path.parent) not in sys.path else None
+            module = sys.modules.get(path.stem)
+            if module is None or getattr(module, "__file__", None) != str(path):
+                loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+                module = importlib.util.module_from_spec(loader_spec)  # type: ignore[arg-type]
+                sys.modules[path.stem] = module
+                loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        else:
+            module = importlib.import_module(module_name)
+        cls = getattr(module, attr)
+    except (ImportError, AttributeError, SyntaxError) as e:
+        raise DriverSpecError("--driver", "an importable class", spec,
+                              f"Import failed: {type(e).__name__}: {e}. The module must be importable from here "
+                              "(on PYTHONPATH, installed, or a .py file path).") from None
+    if not isinstance(cls, type):
+        raise DriverSpecError("--driver", "a class", spec, f"{attr} is a {type(cls).__name__}.")
+    missing = [m for m in operations(protocol) if not callable(getattr(cls, m, None))]
     if missing:
-        raise DriverSpecError("--driver", f"a class with the {protocol.__name__} methods", spec,
-                              f"It lacks {', '.join(missing)}.")
-    return driver
+        raise DriverSpecError("--driver", f"a class with every operation of {protocol.__name__}", spec,
+                              f"It lacks {', '.join(missing)} (peakproof driver new <case> writes a skeleton "
+                              f"with all of them).")
+    return cls
+
+
+def operations(protocol: type) -> list[str]:
+    """The methods a protocol names (its operations), in their order of declaration."""
+    return [m for m in vars(protocol) if not m.startswith("_") and callable(vars(protocol)[m])]
+
+
+def construct(cls: type, base_url: str, **keywords: Any) -> Any:
+    """``cls(base_url, **keywords)``, passing only the keywords its constructor takes (a driver
+    may take ``history``, ``transport``, ``timeout``, ``admin_token`` and the case's own, e.g.
+    ``provider_url``; one that takes ``**options`` gets them all)."""
+    import inspect
+
+    from .errors import DriverSpecError
+
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        keywords = {k: v for k, v in keywords.items() if k in params}
+    try:
+        return cls(base_url, **keywords)
+    except TypeError as e:
+        raise DriverSpecError("--driver", "a class built as Cls(base_url, history=..., transport=..., timeout=..., "
+                              "admin_token=...)", cls.__name__, f"Building it failed: {e}.") from None
+
+
+def load_driver(spec: str, protocol: type, base_url: str, **keywords: Any) -> Any:
+    """The user's driver class (``module:Class``) built for ``base_url``."""
+    return construct(driver_class(spec, protocol), base_url, **keywords)
+
+
+def build_driver(spec: Any, *, history: History | None = None, transport: Transport | None = None,
+                 timeout: float | None = None, **extra: Any) -> Any:
+    """The run's driver for ``spec.target_url``: the user's ``--driver`` class, or the case's HTTP
+    driver of its contract. The one place every stage (scenario, calibration, probe, property)
+    builds a driver: the run's history, transport and timeout go to it."""
+    from .cases import get_case
+
+    case = get_case(spec.case)
+    module = case.module()
+    keywords = {"history": history, "transport": transport,
+                "timeout": spec.request_timeout if timeout is None else timeout,
+                "admin_token": spec.admin_token, **case.driver_options(spec), **extra}
+    cls = driver_class(spec.driver, module.PROTOCOL) if spec.driver else module.OVER_HTTP
+    return construct(cls, spec.target_url or "", **keywords)
+
+
+def translate(doc: Any, fields: dict[str, Any], *, at: str = "") -> dict[str, Any]:
+    """A service's JSON object as the contract's: ``{ours: theirs}``, where theirs is a dotted path,
+    or ``(path, mapping_or_function)`` to convert the value too (a dict maps status words;
+    a function converts, e.g. :func:`peakproof.timefmt.parse_time` for any ISO 8601 time).
+    ``at``: the object sits under this path (``{"hold": {...}}``: ``at="hold"``). Fields the
+    service omits are None; a value a mapping does not know raises ValueError (the op is info)."""
+    src = dig(doc, at)
+    if not isinstance(src, dict):
+        raise TypeError(f"expected a JSON object{f' under {at!r}' if at else ''}, got {type(src).__name__}")
+    out: dict[str, Any] = {}
+    for ours, theirs in fields.items():
+        convert = None
+        if isinstance(theirs, tuple):
+            theirs, convert = theirs
+        value = dig(src, theirs)
+        if value is not None and isinstance(convert, dict):
+            if value not in convert:
+                raise ValueError(f"{theirs} = {value!r} is none of {sorted(convert)}")
+            value = convert[value]
+        elif value is not None and convert is not None:
+            value = convert(value)
+        out[ours] = value
+    return out
 
 
 def is_side(op: Op) -> bool:
@@ -147,4 +242,5 @@ def is_side(op: Op) -> bool:
     return op.process == SIDE
 
 
-__all__ = ["SIDE", "InProcessDriver", "HttpDriver", "is_side", "load_driver", "FAIL", "INFO", "OK"]
+__all__ = ["SIDE", "InProcessDriver", "HttpDriver", "ErrorMap", "is_side", "load_driver", "driver_class",
+           "build_driver", "construct", "operations", "translate", "dig", "FAIL", "INFO", "OK"]

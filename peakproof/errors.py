@@ -27,3 +27,18 @@ class SetupFailed(TargetError):
 
 class DriverSpecError(UsageError):
     pass
+
+
+class OffContract(TargetError):
+    """The target answered a call of the case's contract with 404 / 405 / 501: it speaks another API
+    (or lacks the route). Not a broken promise: INCONCLUSIVE, with the way out (a driver)."""
+
+    def __init__(self, case: str, what: str, answer: object, driver: str | None = None) -> None:
+        if driver:
+            text = (f"the target answered {answer} to {what} through your driver {driver}: it has no such route. "
+                    f"Check the driver's method against the service (peakproof driver check {case} --driver "
+                    f"{driver} --target-url URL)")
+        else:
+            text = (f"this target does not speak the {case} contract: it answered {answer} to {what}. Write a "
+                    f"driver for its API (peakproof driver new {case}) and pass it with --driver")
+        super().__init__(text)

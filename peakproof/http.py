@@ -111,9 +111,48 @@ class HttpClientTransport:
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
+class ErrorMap:
+    """How a service's error answers read as the contract's codes (the codes the checks know).
+
+    ``field``: the dotted path of the error's code in the body (the contracts: ``error``);
+    ``codes``: the service's code -> the contract's; ``statuses``: an HTTP status -> the
+    contract's code, for answers whose body names no code we know; ``message``: the dotted
+    path of the human text. An unmapped 4xx keeps the service's code (or ``http_<status>``).
+    """
+
+    def __init__(self, field: str = "error", codes: dict[str, str] | None = None,
+                 statuses: dict[int, str] | None = None, message: str = "message") -> None:
+        self.field, self.message_field = field, message
+        self.codes, self.statuses = dict(codes or {}), dict(statuses or {})
+
+    def code(self, status: int, doc: Any) -> str | None:
+        raw = dig(doc, self.field)
+        if isinstance(raw, str) and raw in self.codes:
+            return self.codes[raw]
+        if status in self.statuses:
+            return self.statuses[status]
+        return raw if isinstance(raw, str) else None
+
+    def message(self, doc: Any, content: bytes) -> str:
+        text = dig(doc, self.message_field)
+        return str(text if text is not None else content[:200])[:300]
+
+
+CONTRACT_ERRORS = ErrorMap()
+
+
+def dig(doc: Any, path: str) -> Any:
+    """``doc["a"]["b"]`` for ``"a.b"``; None when any step is missing (or ``path`` is empty: ``doc``)."""
+    for part in path.split(".") if path else ():
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
 def call(history: History, transport: Transport, f: str, args: dict[str, Any], method: str, url: str,
          body: Any, process: Any, parse: Callable[[Any], Any], *, intended_time: float | None = None,
-         headers: dict[str, str] | None = None, name: str | None = None) -> Op:
+         headers: dict[str, str] | None = None, name: str | None = None, errors: ErrorMap = CONTRACT_ERRORS) -> Op:
     """Send one request through ``transport``, record it in ``history``, return the completed op."""
     op = history.invoke(process, f, args, intended_time)
     data = None if body is None else dumps(body)
@@ -128,14 +167,14 @@ def call(history: History, transport: Transport, f: str, args: dict[str, Any], m
     except Exception as e:  # a bug on our side: the outcome is unknown, and it must not stay pending
         history.complete(op, INFO, "client_error", f"{type(e).__name__}: {e}")
         raise
-    return classify(history, op, status, content, parse, method)
+    return classify(history, op, status, content, parse, method, errors)
 
 
 NO_BODY_ALLOWED = ("PUT", "DELETE")
 
 
 def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any],
-             method: str = "GET") -> Op:
+             method: str = "GET", errors: ErrorMap = CONTRACT_ERRORS) -> Op:
     try:
         doc = loads(content) if content else None
     except ValueError:
@@ -149,8 +188,8 @@ def classify(history: History, op: Op, status: int, content: bytes, parse: Calla
             return history.complete(op, INFO, "bad_response",
                                     f"HTTP {status} with a body not of the contract's shape: {e}; "
                                     f"body {content[:200]!r}")
-    code = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), str) else None
-    message = str(doc.get("message") if isinstance(doc, dict) else content[:200])[:300]
+    code = errors.code(status, doc)
+    message = errors.message(doc, content)
     if 400 <= status < 500:
         return history.complete(op, FAIL, code or f"http_{status}", message)
     if status == 503 and code == "busy":

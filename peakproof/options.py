@@ -183,8 +183,12 @@ SHARED: tuple[Option, ...] = (
     Option("target_url", _TARGET_URL_HELP, TARGET),
     Option("admin_token", "bearer token for the target's admin calls (Authorization: Bearer TOKEN)",
            TARGET | {SERVE}, secret=True, web_ui=True),
-    Option("driver", "module:Class of your own driver for your own API (the case's driver protocol)",
-           frozenset({RUN, LOCUST, PYTEST})),
+    Option("driver", "your own driver for your own API: module:Class or path/to/driver.py:Class (see "
+                     "docs/drivers.md; peakproof driver new CASE writes one to start from)",
+           frozenset({RUN, PLAN, LOCUST, PYTEST})),
+    Option("without", "a capability your service does not have (e.g. stats, inbox_size): the checks it feeds are "
+                      "waived, and listed as such in the verdict (repeatable)",
+           frozenset({RUN, LOCUST, PYTEST}), action="append", metavar="CAPABILITY"),
     Option("policy", "the embedded reference target's design (the case's first policy is the seed's choice); "
                      "ignored with --target-url", frozenset({RUN, PYTEST, SERVE})),
     # -- the load -----------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import pytest
 
 from .cases import all_cases, get_case
 from .checks import EXERCISED
-from .driver import load_driver
+from .driver import build_driver
 from .history import History
 from .launch import ServedTarget
 from .options import PYTEST, add_options
@@ -44,6 +44,7 @@ class Target:
     driver_spec: str | None = None  # module:Class of the user's own driver (built with base_url=url)
     rules: Any = None  # what the target states it does (the case's Case.rules), which the checks judge by
     in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
+    spec: RunSpec | None = None  # the run's spec: the driver, its timeout, --without, the case's own options
 
     @property
     def in_process(self) -> bool:
@@ -58,10 +59,44 @@ class Target:
             if self.policy:
                 options.setdefault("policy", self.policy)
             return module.IN_PROCESS(history=history, **options)
-        if self.driver_spec:
-            return load_driver(self.driver_spec, module.PROTOCOL, base_url=self.url)
-        extra = {"provider_url": self.provider_url} if self.provider_url else {}
-        return module.OVER_HTTP(self.url, admin_token=self.admin_token, history=history, **extra)
+        spec = self.spec or RunSpec(case=self.case, target_url=self.url, admin_token=self.admin_token,
+                                    driver=self.driver_spec,
+                                    case_options={"provider_url": self.provider_url} if self.provider_url else {})
+        return build_driver(spec.with_options(target_url=self.url), history=history)
+
+    @property
+    def without(self) -> tuple[str, ...]:
+        return self.spec.without if self.spec else ()
+
+    def offers(self, driver: Any, capability: str) -> bool:
+        """Does ``driver`` offer the case's ``capability`` (and the user did not disown it)?"""
+        from .capabilities import offers
+
+        return capability not in self.without and offers(driver, get_case(self.case).capability(capability))
+
+    def require(self, driver: Any, capability: str, op: Any = None) -> None:
+        """Skip the property, recording why, when ``driver`` lacks ``capability`` (or ``op``, its
+        call, found no route): the properties' result is then INCONCLUSIVE naming it, or, waived
+        with ``--without``, a listed waiver."""
+        from .capabilities import no_route
+
+        cap = get_case(self.case).capability(capability)
+        if capability in self.without:
+            WAIVED.add(capability)
+            pytest.skip(f"waived: --without {capability} (the target has no {cap.what})")
+        if not self.offers(driver, capability) or (op is not None and no_route(op)):
+            LACKING.add(capability)
+            pytest.skip(cap.sentence(f"the driver {self.driver_spec or 'of the contract'}"))
+
+    def off_contract(self, op: Any, what: str = "") -> None:
+        """Skip (recorded: INCONCLUSIVE) when ``op`` found no route: the target speaks another API."""
+        from .capabilities import no_route
+        from .errors import OffContract
+
+        if op is not None and no_route(op):
+            message = str(OffContract(self.case, what or op.f, op.value, self.driver_spec))
+            OFF_CONTRACT.append(message)
+            pytest.skip(message)
 
     def describe(self) -> str:
         return self.url or f"in-process reference target{f' (policy {self.policy})' if self.policy else ''}"
@@ -73,8 +108,22 @@ class Target:
             rules = case.rules(spec) if case.rules else None
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
+        if spec.driver and spec.target_url:
+            from .driver import driver_class
+            from .errors import UsageError
+
+            try:  # a bad --driver is the user's error, said once, before any property runs
+                driver_class(spec.driver, case.module().PROTOCOL)
+            except UsageError as e:
+                raise pytest.UsageError(str(e)) from None
+        from .errors import UsageError
+
+        try:
+            spec = spec.resolved(case)
+        except (ValueError, UsageError) as e:
+            raise pytest.UsageError(str(e)) from None
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
-                   rules)
+                   rules, spec=spec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -157,6 +206,13 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
         t.__exit__(None, None, None)
 
 
+# What the properties could not decide for want of a capability, or waived (--without), or found
+# off-contract: the properties' result reads them (a skip for a missing capability is not a pass).
+LACKING: set[str] = set()
+WAIVED: set[str] = set()
+OFF_CONTRACT: list[str] = []
+
+
 class _Outcomes:
     """What the session's tests came to: counted from pytest's reports, not from its output."""
 
@@ -181,16 +237,23 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
-                      chances: dict[str, int]) -> StageResult:
+                      chances: dict[str, int], lacking: dict[str, str] | None = None,
+                      waived: list[str] | None = None, off_contract: list[str] | None = None) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
-    PASS when some ran and all held, INCONCLUSIVE otherwise (none ran, or pytest itself went wrong)."""
+    PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
+    ran, a capability the properties needed was missing, the target spoke another API, or pytest
+    itself went wrong)."""
     detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
+    data = {"counts": counts, "chances": chances, "exitstatus": exitstatus, "lacking": sorted(lacking or {}),
+            "waived": list(waived or [])}
     if counts["failed"]:
-        return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail,
-                           data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
+        return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
+    if off_contract or lacking:
+        return StageResult("properties", "INCONCLUSIVE", list(dict.fromkeys(off_contract or []))
+                           + [f"properties skipped: {why}" for why in (lacking or {}).values()], detail=detail,
+                           data=data)
     if exitstatus == 0 and counts["passed"]:
-        return StageResult("properties", "PASS", [], detail=detail,
-                           data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
+        return StageResult("properties", "PASS", [f"waived: {w}" for w in waived or []], detail=detail, data=data)
     why = ("no property ran against the target (all skipped or none collected)" if exitstatus in (0, 5)
            else f"pytest exited {exitstatus} (an error in the harness or its options)"
            + (f": {first_failure}" if first_failure else ""))
@@ -204,15 +267,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not out and config.getoption("--spec", None):
         out = RunSpec.load(config.getoption("--spec")).result
     if out:
-        properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure,
-                          dict(EXERCISED)).dump(out)
+        properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure, dict(EXERCISED),
+                          _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT).dump(out)
+
+
+def _lacking_sentences() -> dict[str, str]:
+    out = {}
+    for case in all_cases().values():
+        for cap in case.capabilities:
+            if cap.name in LACKING:
+                out[cap.name] = cap.sentence()
+    return out
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """How many chances to fail each check had over the run."""
+    """How many chances to fail each check had over the run; what could not be tested, and why."""
+    tr = terminalreporter
+    if LACKING or WAIVED or OFF_CONTRACT:
+        tr.section("peakproof: not tested against this target")
+        for line in dict.fromkeys(OFF_CONTRACT):
+            tr.write_line(f"  INCONCLUSIVE: {line}")
+        for why in _lacking_sentences().values():
+            tr.write_line(f"  INCONCLUSIVE: {why}")
+        for name in sorted(WAIVED):
+            tr.write_line(f"  waived: {name} (--without {name})")
     if not EXERCISED:
         return
-    tr = terminalreporter
     tr.section("peakproof: chances to fail, per check (the most one judgement had)")
     for name, n in sorted(EXERCISED.items()):
         tr.write_line(f"  {name}: {n:,}" + ("   <- not exercised: this run could not have caught its bug" if not n

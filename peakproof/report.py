@@ -181,7 +181,7 @@ def _results_table(results: list[CheckResult]) -> str:
         return "<p>none</p>"
     rows = []
     for res in results:
-        mark = {True: "pass", False: "fail", "unknown": "unknown"}[res.valid]
+        mark = {True: "pass", False: "fail", "unknown": "unknown", "waived": "unknown"}[res.valid]
         actual, limit = res.actual_limit()  # the one rendering (peakproof.checks.Measure)
         chances = "" if res.chances is None else f"{res.chances:,} {res.chance_kind}".strip()
         violations = res.counts.get("violations", "")

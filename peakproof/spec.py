@@ -39,6 +39,7 @@ class RunSpec:
     processes: int | str = 1
     faults: bool = False
     slo: tuple[str, ...] = ()  # empty: the scenario's own, with the default error budget
+    without: tuple[str, ...] = ()  # capabilities the user says the target lacks (their checks are waived)
     spacing: str = "uniform"
     seed: int = 20260730
     pool_size: int = 1000
@@ -70,7 +71,7 @@ class RunSpec:
         for name in names:
             v = get(name)
             if v is not None:
-                values[name] = tuple(v) if name == "slo" else v
+                values[name] = tuple(v) if name in ("slo", "without") else v
         own = {o.name: get(o.name) for o in case.options}
         spec = cls(case=case.name, case_options={k: v for k, v in own.items() if v is not None}, **values)
         return replace(spec, **overrides) if overrides else spec
@@ -92,7 +93,10 @@ class RunSpec:
         if scale == "auto" and (not calibrates or case.scale_axis == "time_scale"):
             scale = case.default_scale
         duration = self.duration if self.duration is not None else case.default_duration
-        spec = replace(self, time_scale=time_scale, scale=scale, duration=duration)
+        from .capabilities import validate_waivers
+
+        without = validate_waivers(case.name, case.capabilities, self.without)
+        spec = replace(self, time_scale=time_scale, scale=scale, duration=duration, without=without)
         return case.resolve(spec) if case.resolve else spec
 
     def with_options(self, **changes: Any) -> "RunSpec":
@@ -130,6 +134,7 @@ class RunSpec:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["slo"] = list(self.slo)
+        d["without"] = list(self.without)
         d["case_options"] = dict(self.case_options)
         return d
 
@@ -142,6 +147,7 @@ class RunSpec:
                              "Write specs with peakproof run (or RunSpec.dump).")
         d = dict(doc)
         d["slo"] = tuple(d.get("slo") or ())
+        d["without"] = tuple(d.get("without") or ())
         return cls(**d)
 
     def dump(self, path: str | Path) -> Path:

@@ -72,14 +72,15 @@ def judge_results(results: Iterable[CheckResult], harness_errors: Iterable[str] 
     failed = [r for r in results if r.valid is False]
     if failed:
         return Verdict(Outcome.FAIL, [f"{r.name}: {r.first_violation or r.note or 'violated'}" for r in failed])
-    undecided = [r for r in results if not r.decided]
+    undecided = [r for r in results if not r.decided and r.valid != "waived"]
     reasons = [f"harness error: {e}" for e in errors]
     reasons += [f"{r.name} undecided: {r.note or 'outcome unknown'}" for r in undecided]
     if reasons:
         return Verdict(Outcome.INCONCLUSIVE, reasons)
-    if not results:
-        return Verdict(Outcome.INCONCLUSIVE, ["no check ran"])
-    return Verdict(Outcome.PASS, [])
+    if not [r for r in results if r.decided]:
+        return Verdict(Outcome.INCONCLUSIVE, ["no check ran" if not results else "every check was waived"])
+    # a PASS lists what the user waived (--without): the promises it did not check
+    return Verdict(Outcome.PASS, [f"{r.name} {r.note}" for r in results if r.valid == "waived"])
 
 
 def outcome_of(valid: Any) -> Outcome:
@@ -87,7 +88,7 @@ def outcome_of(valid: Any) -> Outcome:
     return Outcome.PASS if valid is True else Outcome.FAIL if valid is False else Outcome.INCONCLUSIVE
 
 
-MARKS = {True: "ok", False: "FAIL", "unknown": "??"}
+MARKS = {True: "ok", False: "FAIL", "unknown": "??", "waived": "waived"}
 
 
 def mark(valid: Any) -> str:

@@ -20,7 +20,8 @@ from hypothesis.errors import Flaky
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from peakproof.cases.notifications import IN_VIRTUAL_TIME, DeliveryRules, NotificationsAnalysis, check_notifications
+from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, NotificationsAnalysis, Providers,
+                                           check_notifications, provider_record)
 from peakproof import nemesis
 from peakproof.checks import assert_checks
 from peakproof.history import OK
@@ -33,14 +34,14 @@ TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 
 
 def read_all_and_judge(d: Any, ids: Iterable[str], prefix: str = "", rules: DeliveryRules = DeliveryRules(),
-                       **options: Any) -> None:
+                       providers: Providers | None = None, **options: Any) -> None:
     """Read every notification (their statuses join the history), *then* the providers' record
     (read first, a delivery between the two would look missing), and judge. ``prefix``: this
     run's ids, when the providers served other runs too (every call still counts for the
     breakers). The delivery ratio is left out: a ratio is for a load, not for adversarial answers."""
     for nid in ids:
         d.get_notification(nid, process="reader")
-    everything = d.provider_calls()
+    everything = d.provider_calls() if providers is None else provider_record(d, providers.base, d.history)
     mine = [c for c in everything if c["recipient_id"].startswith(prefix)] if prefix else everything
     assert_checks(r for r in check_notifications(d.history, mine, channel_calls=everything, rules=rules, **options)
                   if r.name != "delivery_ratio_at_least")
@@ -172,6 +173,40 @@ FAULTS = st.one_of(
 )
 
 
+def progress(text: str) -> None:
+    """A line on the terminal as the property goes (pytest captures print; a real-time run must show life)."""
+    import sys
+
+    sys.__stderr__.write(f"peakproof: notifications over HTTP: {text}\n")
+    sys.__stderr__.flush()
+
+
+def step_seconds(rules: DeliveryRules) -> dict[str, float]:
+    """What each real-time rule of :class:`OverHttp` sleeps, from the target's stated rules."""
+    return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
+            "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
+            "a_dead_address_meets_a_burst": 0.6, "time_passes": 1.0,
+            "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
+
+
+def announce_duration(rules: DeliveryRules, examples: int, steps: int, url: str) -> float:
+    """Print how long the machine may take, worked out from the rules, and what to state when it is long."""
+    each = step_seconds(rules)
+    longest = max((k for k in each if not k.startswith("settle")), key=each.__getitem__)
+    n_rules = 9  # the machine's rules, drawn about evenly
+    typical = examples * (steps * sum(v for k, v in each.items() if not k.startswith("settle")) / n_rules
+                          + each["settle (each example's end)"])
+    worst = examples * (steps * each[longest] + each["settle (each example's end)"])
+    progress(f"{url}: {examples} examples x {steps} steps; the target's rules (backoff {rules.backoff:g} s, answer "
+             f"timeout {rules.answer_timeout:g} s, budget {rules.budget}) make its longest step "
+             f"{longest} {each[longest]:.1f} s: about {typical / 60:.1f} min, at worst {worst / 60:.1f} min")
+    if typical > 600:
+        progress("that is long: if your target's rounds are shorter than the seed's, state them (--backoff, "
+                 "--call-timeout, --budget); HYPOTHESIS_PROFILE=dev runs fewer examples; or leave these rules to the "
+                 "load (peakproof run --skip-properties)")
+    return typical
+
+
 class OverHttp(SendsNotifications):
     """Against a URL, with the harness's nemesis: Hypothesis sends, replays and reads, and turns the
     providers' failures on and off (a channel down, lost answers, a recipient's address dead on a
@@ -184,14 +219,19 @@ class OverHttp(SendsNotifications):
     """
 
     target: Target  # a URL target with a provider URL (the notifications_target fixture)
+    examples = 0
+    max_examples = 10
 
     @initialize(first=st.lists(FAULTS, max_size=2), doomed=st.none() | st.integers(0, 2))
     def start(self, first: list[tuple[str, Any]], doomed: int | None) -> None:
         self.rules: DeliveryRules = self.target.rules or DeliveryRules()
         self.d = self.target.new_driver()
+        self.providers = Providers(self.target.provider_url, history=self.d.history)  # the simulator: ours
         self.run = uuid.uuid4().hex[:8] + "-"
         self.faults: dict[str, Any] = {}
-        reset = self.d.provider_config()  # the whole model, as the simulator started: nothing left over
+        type(self).examples += 1
+        progress(f"example {type(self).examples} of at most {type(self).max_examples}")
+        reset = self.providers.config()  # the whole model, as the simulator started: nothing left over
         assert reset.type == OK, f"the providers refused a reset of their configuration: {reset!r}"
         self.set_up_recipients(PREFERENCES)
         if doomed is not None:  # a recipient whose preferred channel's address is dead: the cascade must move on
@@ -225,7 +265,7 @@ class OverHttp(SendsNotifications):
         else:
             change, params = {"latency": param}, {"latency_s": param}
         self.faults.update(change)
-        op = nemesis.inject(self.d.history, kind, lambda: self.d.provider_config(replace=False, **change).type == OK,
+        op = nemesis.inject(self.d.history, kind, lambda: self.providers.config(replace=False, **change).type == OK,
                             **params)
         assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
 
@@ -233,7 +273,7 @@ class OverHttp(SendsNotifications):
     def the_nemesis_rests(self) -> None:
         if self.faults:
             self.faults = {}
-            nemesis.lift(self.d.history, nemesis.ALL, lambda: self.d.provider_config().type == OK)
+            nemesis.lift(self.d.history, nemesis.ALL, lambda: self.providers.config().type == OK)
 
     @rule(who=st.integers(0, 2))
     def a_dead_address_meets_a_burst(self, who: int) -> None:
@@ -291,7 +331,7 @@ class OverHttp(SendsNotifications):
     @invariant()
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules)
+            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers)
 
     def teardown(self) -> None:
         """Let every cascade finish (bounded), then judge once more: a retry after a lost answer, a
@@ -305,10 +345,10 @@ class OverHttp(SendsNotifications):
                 break
             time.sleep(0.2)
         try:
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules)
+            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers)
         finally:
             if self.faults:
-                self.d.provider_config()  # the next example starts from the default model anyway; be tidy
+                self.providers.config()  # the next example starts from the default model anyway; be tidy
 
     @property
     def settle_seconds(self) -> float:
@@ -322,17 +362,26 @@ def test_a_served_target_keeps_every_invariant_over_http(notifications_target: T
 
     if notifications_target.in_process or not notifications_target.provider_url:
         pytest.skip("needs --target-url .../notifications and --provider-url")
+    d = notifications_target.new_driver()
+    notifications_target.require(d, "setup")
+    probe = d.put_recipient(f"preflight-{uuid.uuid4().hex[:8]}", ["email"], {"email": "preflight@example.com"})
+    notifications_target.off_contract(probe, "PUT recipient (set-up)")
+    assert probe.type == OK, f"target_setup_succeeded: the driver could not set up a recipient: {probe!r}"
+    examples, steps = min(settings.default.max_examples, 10), 15
 
     class Machine(OverHttp):
         target = notifications_target
         found: list[str] = []
+        max_examples = examples
 
+    rules = notifications_target.rules or DeliveryRules()
+    announce_duration(rules, examples, steps, notifications_target.url or "")
     # real time: at most 10 examples of 15 steps, and the first failing run is reported as found (shrinking
     # it would replay dozens of runs against a live server)
     try:
-        run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=min(
-            settings.default.max_examples, 10), stateful_step_count=15, phases=[Phase.explicit, Phase.reuse,
-                                                                                Phase.generate]))
+        run_state_machine_as_test(Machine, settings=settings(settings.default, max_examples=examples,
+                                                             stateful_step_count=steps,
+                                                             phases=[Phase.explicit, Phase.reuse, Phase.generate]))
     except Flaky as e:
         # Hypothesis replays a failing run to report it; a live target (real time, threads) then fails at
         # another step, or not at all, and Hypothesis calls the test flaky. The failure it found is real.

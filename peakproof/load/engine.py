@@ -58,7 +58,7 @@ class Engine:
                                                                  "late_by_pool_busy": 0})
     dropped_by_second: dict[int, int] = field(default_factory=dict)
     report_path: str | None = None
-    setup_error: tuple[str, str] | None = None  # ("target" | "harness", text)
+    setup_error: tuple[str, str] | None = None  # ("target" | "undecided" | "harness", text)
     harness_errors: list[str] = field(default_factory=list)  # tracebacks from perform / monitor
     setup_done: bool = False  # the scenario's bound counts from here (a big graph's setup takes a while)
     source_address: str | None = None  # this process's own (a worker's), never the master's
@@ -231,7 +231,12 @@ def _test_start(environment: Any, **_: Any) -> None:
         eng.setup_done = True
         eng.started_wall = time.time()  # the run starts after its setup (the master adds a lead below)
     except (Exception, SystemExit) as e:  # report it, send nothing, stop
-        if isinstance(e, TargetError):  # the target refused, answered 500 or garbage: a finding
+        from ..capabilities import CapabilityMissing
+        from ..errors import OffContract
+
+        if isinstance(e, (CapabilityMissing, OffContract)):  # another API, or a capability it lacks: undecided
+            eng.setup_error = ("undecided", str(e))
+        elif isinstance(e, TargetError):  # the target refused, answered 500 or garbage: a finding
             eng.setup_error = ("target", str(e))
         elif isinstance(e, SystemExit):
             eng.setup_error = ("target", str(e.code))

@@ -49,6 +49,8 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
         if kind == "target":
             checks = [CheckResult("target_setup_succeeded", False, {}, f"the scenario could not prepare the target "
                                   f"{sc.host}: {text}", note="nothing was sent; fix the target or the URL")]
+        elif kind == "undecided":  # another API or a missing capability: not a broken promise
+            checks = [CheckResult("target_setup_succeeded", "unknown", {}, note=f"nothing was sent: {text}")]
         else:
             harness_errors.append(f"the scenario's setup raised (a harness error, not the target's):\n{text}")
         load = [CheckResult("offered_load_matches_curve", "unknown", {}, note="no load was offered: setup failed",
@@ -58,6 +60,7 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
             checks, charts, details = sc.judge(history)
         except Exception:  # a checker bug: the run says nothing about the target
             harness_errors.append(f"{sc.name}.judge raised:\n{traceback.format_exc()}")
+        checks = with_capabilities(sc, spec, checks)
         thresholds = parse_thresholds(slo_texts)
         slos = [t.judge(history.ops) for t in thresholds]
         load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds)
@@ -65,10 +68,23 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
     draw_faults(load_chart_list + charts, history, rec.started_wall)
     params = {**sc.params(), "scale": spec.scale, "time_scale": spec.time_scale, "spacing": spec.spacing,
               "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
-              "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured"}
+              "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured",
+              "driver": spec.driver or "the case's contract", "waived (--without)": ", ".join(spec.without) or "none"}
     return RunReport(sc.name, sc.host, rec.started_wall, rec.finished_wall, params, checks, slos, load,
                      load_chart_list + charts, {**load_details, **details}, locust_html=rec.locust_html,
                      harness_errors=harness_errors)
+
+
+def with_capabilities(sc: Scenario, spec: RunSpec, checks: list[CheckResult]) -> list[CheckResult]:
+    """The checks, with those a waived capability fed marked waived and those a lacking one fed
+    naming it (see :mod:`peakproof.capabilities`)."""
+    from ..capabilities import apply_waivers
+    from ..cases import all_cases
+
+    case = all_cases().get(sc.case)
+    if case is None:
+        return checks
+    return apply_waivers(checks, case.capabilities, spec.without, sc.lacking)
 
 
 def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> dict[str, Any]:

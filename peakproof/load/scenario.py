@@ -59,6 +59,55 @@ class Scenario:
         self.spec = spec
         self.host = (spec.target_url or "").rstrip("/")
         self._handlers = self.handlers()
+        self.lacking: set[str] = set()  # capabilities the driver or the target turned out not to have
+
+    def driver(self, history: History | None = None, transport: Any = None, **extra: Any) -> Any:
+        """The run's driver (``--driver``, or the case's contract): every call of a scenario goes
+        through one built here, never a case's HTTP driver by name."""
+        from ..driver import build_driver
+
+        return build_driver(self.spec, history=history, transport=transport, **extra)
+
+    def make_driver(self, history: History, transport: Any) -> Any:
+        """The dispatchers' driver: one per generator process, on its transport and history."""
+        return self.driver(history, transport)
+
+    def has(self, driver: Any, capability: str) -> bool:
+        """Does ``driver`` offer the case's ``capability``? Notes it as lacking when not."""
+        from ..capabilities import offers
+        from ..cases import get_case
+
+        ok = offers(driver, get_case(self.case).capability(capability))
+        if not ok:
+            self.lacking.add(capability)
+        return ok
+
+    def need(self, driver: Any, capability: str, op: Any = None) -> None:
+        """Raise :class:`~peakproof.capabilities.CapabilityMissing` (INCONCLUSIVE, naming it) when
+        ``driver`` lacks ``capability``, or when ``op`` (its call) found no such route."""
+        from ..capabilities import CapabilityMissing, no_route
+        from ..cases import get_case
+
+        cap = get_case(self.case).capability(capability)
+        if not self.has(driver, capability):
+            raise CapabilityMissing(cap, driver=f"the driver {self.spec.driver or 'of the contract'}")
+        if op is not None and no_route(op):
+            self.lacking.add(capability)
+            from ..errors import OffContract
+
+            raise OffContract(self.case, f"{op.f} ({cap.what})", op.value, self.spec.driver)
+
+    def off_contract(self, op: Any, what: str = "") -> None:
+        """Raise :class:`~peakproof.errors.OffContract` (INCONCLUSIVE: "write a driver") when ``op``
+        was answered 404 / 405 / 501: the target has no such route, it speaks another API."""
+        from ..capabilities import no_route
+        from ..errors import OffContract
+
+        if no_route(op):
+            raise OffContract(self.case, what or op.f, op.value, self.spec.driver)
+
+    def waived(self, capability: str) -> bool:
+        return capability in self.spec.without
 
     # master / local runner
     def setup(self) -> dict[str, Any]:
@@ -81,9 +130,6 @@ class Scenario:
         """Take what ``setup`` returned (workers run setup's result, not setup)."""
 
     def arrivals(self) -> list[Arrival]:
-        raise NotImplementedError
-
-    def make_driver(self, history: History, transport: Any) -> Any:
         raise NotImplementedError
 
     def handlers(self) -> dict[str, Handler]:

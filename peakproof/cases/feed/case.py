@@ -6,6 +6,7 @@ import argparse
 from functools import lru_cache
 from pathlib import Path
 
+from ...capabilities import Capability
 from ...case import Case
 from ...options import LOAD, SERVE, Option, positive
 from ...spec import RunSpec
@@ -38,6 +39,18 @@ def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
                admin_token=args.admin_token, window=args.window, durability=args.durability, http=args.http)
 
 
+CAPABILITIES = (
+    Capability("bulk_graph", "bulk loading of the social graph", ("add_follows",), (),
+               "the graph is loaded one follow at a time (only a small graph: at most 25,000 follows)"),
+    Capability("stats", "the target's own counters: its fan-out backlog", ("stats",),
+               ("g2_breach_matches_backlog_arithmetic",),
+               "the run cannot wait for fan-out to drain, nor chart the backlog"),
+    Capability("faults", "fan-out fault hooks: the consumers' rate, a shard down", ("admin",),
+               ("g2_breach_matches_backlog_arithmetic", "shard_down_feeds_correct_and_not_empty"),
+               "the fault scenarios cannot put their faults in"),
+    Capability("inbox_size", "inboxes: each feed read reports the reader's inbox size (a design that merges "
+                             "on read has none)", (), ("inbox_capped",)),
+)
 _SERVE = frozenset({SERVE})
 
 OPTIONS = (
@@ -63,4 +76,4 @@ CASE = Case(
     ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
     default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
-    model="peakproof.models.feed", rank=2, model_params="FeedParams")
+    model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES)

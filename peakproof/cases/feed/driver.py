@@ -22,7 +22,19 @@ from ...timefmt import parse_time
 
 @runtime_checkable
 class FeedDriver(Protocol):
-    """The operations of Case F; ``fanout`` lets fan-out progress (in process) or waits for it (URL)."""
+    """The operations of Case F: what a driver for your feed service must offer (docs/drivers.md).
+
+    Subclass :class:`peakproof.driver.HttpDriver` and give each operation; each records one
+    operation and returns it completed (ok / fail with a contract code such as
+    ``invalid_request`` or ``not_found`` / info when unknown). ``publish`` answers a post
+    (post_id, author_id, text, created_at in epoch seconds); ``read`` answers a page
+    ``{"items": [post...], "next_cursor": opaque or None}``, newest first, and may add
+    ``inbox_size`` (the reader's inbox entries) where the design has inboxes.
+
+    Optional capabilities (``peakproof.cases.feed.case.CAPABILITIES``): ``add_follows`` (bulk
+    graph), ``stats`` (the fan-out backlog), ``admin`` (fault hooks), ``fanout`` (wait until
+    fan-out has caught up) and the ``inbox_size`` field.
+    """
 
     history: History
 
@@ -33,7 +45,6 @@ class FeedDriver(Protocol):
     def publish(self, author: str, text: str, *, process: Any = 0) -> Op: ...
     def delete(self, post_id: str, *, process: Any = 0) -> Op: ...
     def read(self, user: str, limit: int = 20, cursor: Any = None, *, process: Any = 0) -> Op: ...
-    def fanout(self, max_writes: int | None = None) -> int: ...
 
 
 class InProcessFeed(InProcessDriver):
@@ -123,6 +134,11 @@ class HttpFeed(HttpDriver):
                             {"follows": [list(p) for p in part]}, _added, process=process, admin=True,
                             name="POST admin graph", slow=True)  # a million follows take minutes
             if op.type != OK:
+                from ...capabilities import no_route
+                from ...errors import OffContract
+
+                if no_route(op):
+                    raise OffContract("feed", "POST /admin/graph (bulk follows)", op.value)
                 raise SetupFailed(f"POST {self.base}/admin/graph: {op.value} {op.error or ''} (expected 200 "
                                   f"with {{'added': n}}; an admin token goes in --admin-token)")
             added += op.value["added"]

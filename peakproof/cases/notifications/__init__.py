@@ -5,10 +5,12 @@ minute), ``checks`` (the ten invariants and the urgent-latency SLO over one
 from .checks import (IN_VIRTUAL_TIME, NOTIFICATIONS_CHECKS, SATURATION_CHECKS, DeliveryRules, NotificationsAnalysis,
                      check_notifications, delivery_ratio_at_least, urgent_mean_latency,
                      urgent_overtakes_reminder_backlog)
-from .driver import HttpNotifications, InProcessNotifications, NotificationsDriver, notification_json
+from .driver import (HttpNotifications, InProcessNotifications, NotificationsDriver, Providers, notification_json,
+                     provider_record)
 from .workload import PeakMinute, peak_minute
 
-__all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "notification_json",
+__all__ = ["NotificationsDriver", "InProcessNotifications", "HttpNotifications", "notification_json", "Providers",
+           "provider_record",
            "PeakMinute", "peak_minute", "NOTIFICATIONS_CHECKS", "NotificationsAnalysis", "check_notifications",
            "delivery_ratio_at_least", "urgent_mean_latency", "DeliveryRules", "IN_VIRTUAL_TIME", "SATURATION_CHECKS",
            "urgent_overtakes_reminder_backlog"]

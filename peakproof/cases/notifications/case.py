@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ...capabilities import Capability
 from ...case import Case
 from ...options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
 from ...spec import RunSpec
@@ -58,6 +59,25 @@ def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
                         commit=args.commit, durability=args.durability, dispatch=args.dispatch, http=args.http)
 
 
+_RECORD_CHECKS = ("one_delivery_per_event", "delivery_ratio_at_least", "attempt_budget_respected",
+                  "no_retry_after_permanent_on_same_channel", "breaker_counts_only_transient", "preference_respected",
+                  "status_matches_providers", "formatting_within_channel_limits",
+                  "urgent_overtakes_reminder_backlog")
+CAPABILITIES = (
+    Capability("setup", "set-up: register a recipient's channels and addresses", ("put_recipient",),
+               _RECORD_CHECKS + ("status_moves_forward",), "no scenario and no property can run"),
+    Capability("providers_record", "the providers' record: every call the target made to push, SMS and e-mail "
+                                   "(the simulator's GET /calls at --provider-url, or the driver's provider_calls)",
+               ("provider_calls",), _RECORD_CHECKS),
+    Capability("stats", "the target's own counters: its circuit breakers' transitions", ("breakers",), (),
+               "the report has no breaker chart"),
+)
+
+
+def driver_options(spec: RunSpec) -> dict[str, object]:
+    return {"provider_url": spec.opt("provider_url")}
+
+
 def _rule(flag: str, name: str, kind: type, text: str) -> Option:
     parse = non_negative(kind) if name == "answer_timeout" else positive(kind)
     aliases = ("--call-timeout",) if name == "answer_timeout" else ()
@@ -89,4 +109,5 @@ CASE = Case(
     scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,
                     "notifications-reminder-flood": 0.25},
     options=OPTIONS, resolve=resolve, rules=rules_of, served_options=served_options, light_options=light_options, serve=serve,
-    model="peakproof.models.notifications", rank=1, model_params="NotificationsParams")
+    model="peakproof.models.notifications", rank=1, model_params="NotificationsParams", capabilities=CAPABILITIES,
+    driver_options=driver_options)

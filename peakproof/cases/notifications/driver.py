@@ -21,19 +21,28 @@ from ...timefmt import parse_time
 
 @runtime_checkable
 class NotificationsDriver(Protocol):
-    """The operations of Case N. ``provider_calls`` is the providers' record (the ground truth)."""
+    """The operations of Case N: what a driver for your notification service must offer (docs/drivers.md).
+
+    Subclass :class:`peakproof.driver.HttpDriver` and give each operation; each records one
+    operation and returns it completed (ok / fail with a contract code such as
+    ``unknown_recipient`` or ``invalid_request`` / info when unknown). ``notify``'s value has
+    notification_id (str) and status; ``get_notification``'s has notification_id, event_id,
+    recipient_id, priority (urgent / reminder), status (queued / sending / delivered /
+    failed), channel, accepted_at and delivered_at (epoch seconds or None) and attempts
+    (``[{"channel", "outcome": ok / transient / permanent / unknown, "at"}]``).
+
+    Optional capabilities (``peakproof.cases.notifications.case.CAPABILITIES``):
+    ``put_recipient`` (set-up), ``provider_calls`` (the providers' record; by default the
+    harness reads the simulator at ``--provider-url`` itself) and ``breakers`` (counters).
+    """
 
     history: History
 
     def now(self) -> float: ...
-
-    def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,
-                      process: Any = 0) -> Op: ...
+    def advance(self, seconds: float) -> None: ...
     def notify(self, event_id: str, recipient_id: str, priority: str, title: str, body: str, *,
                process: Any = 0, intended_time: float | None = None) -> Op: ...
     def get_notification(self, notification_id: str, *, process: Any = 0) -> Op: ...
-    def provider_calls(self) -> list[dict[str, Any]]: ...
-    def advance(self, seconds: float) -> None: ...
 
 
 class InProcessNotifications(InProcessDriver):
@@ -188,6 +197,42 @@ class HttpNotifications(HttpDriver):
         """The reference target's ``/_breakers`` (None from a target without it)."""
         op, doc = self.side_call("breakers", "GET", f"{self.base}/_breakers")
         return doc
+
+
+class Providers(HttpDriver):
+    """The provider simulator the target delivers through (ours, not the target's API): its failure
+    model and its record, as side calls recorded in the run's history. Whatever the driver."""
+
+    def config(self, *, replace: bool = True, **config: Any) -> Op:
+        """``PUT /config`` replaces the whole model (what every run does first); ``replace=False`` POSTs a change."""
+        return self.side_call("provider_config", "PUT" if replace else "POST", f"{self.base}/config", config,
+                              args=config)[0]
+
+    def calls(self) -> list[dict[str, Any]]:
+        """``GET /calls``: every call the target made; the history keeps its size only."""
+        op, doc = self.side_call("provider_calls", "GET", f"{self.base}/calls", parse=_calls,
+                                 keep=lambda d: {"calls": len(d["calls"])}, slow=True)
+        if doc is None:
+            from ...errors import TargetError
+
+            raise TargetError(f"the providers' record at {self.base}/calls could not be read: "
+                              f"{op.value} {op.error or ''}".strip())
+        return doc["calls"]
+
+
+def provider_record(driver: Any, provider_url: str | None, history: History | None = None) -> list[dict[str, Any]]:
+    """The providers' record: the driver's own ``provider_calls`` (a user's, for providers of
+    their own), else the simulator's at ``provider_url``. Raises CapabilityMissing when neither."""
+    own = getattr(driver, "provider_calls", None)
+    if callable(own) and not isinstance(driver, HttpNotifications):
+        return own()
+    if provider_url:
+        return Providers(provider_url, history=history if history is not None else driver.history).calls()
+    from ...capabilities import CapabilityMissing
+    from .case import CAPABILITIES
+
+    raise CapabilityMissing(next(c for c in CAPABILITIES if c.name == "providers_record"),
+                            "no --provider-url, and the driver has no provider_calls")
 
 
 def _calls(doc: Any) -> dict[str, Any]:

@@ -2,14 +2,14 @@
 ``checks`` (the six invariants over one :class:`TicketsAnalysis`)."""
 
 from .checks import (TICKETS_CHECKS, TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold,
-                     no_oversell, no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
+                     no_oversell, no_valid_rejection, reservation_is_idempotent, stock_is_conserved, tolerance_of,
                      units_return_exactly_once)
 from .driver import HttpTickets, InProcessTickets, TicketsDriver, parse_quota, parse_reservation
 from .workload import OpeningWorkload, buyer_names, concurrent_burst, interleaved_reservations, replay_opening
 
 __all__ = ["TicketsDriver", "InProcessTickets", "HttpTickets", "parse_quota", "parse_reservation",
            "OpeningWorkload", "buyer_names", "replay_opening", "concurrent_burst", "interleaved_reservations",
-           "TICKETS_CHECKS", "TicketsAnalysis", "Tolerance", "check_tickets", "no_oversell", "stock_is_conserved",
+           "TICKETS_CHECKS", "TicketsAnalysis", "Tolerance", "tolerance_of", "check_tickets", "no_oversell", "stock_is_conserved",
            "no_valid_rejection", "reservation_is_idempotent", "expired_hold_is_never_sold",
            "units_return_exactly_once"]
 

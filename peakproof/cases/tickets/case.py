@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ...capabilities import Capability
 from ...case import Case
-from ...options import LOAD, SERVE, Option, positive
+from ...options import LOAD, PYTEST, RUN, SERVE, Option, positive
 from ...spec import RunSpec
 
 OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
@@ -45,7 +46,19 @@ def served_options(spec: RunSpec) -> dict[str, object]:
     return {"lease_seconds": spec.opt("lease_seconds")}
 
 
+ALL_CHECKS = ("no_oversell", "stock_is_conserved", "no_valid_rejection", "reservation_is_idempotent",
+              "expired_hold_is_never_sold", "units_return_exactly_once")
+CAPABILITIES = (
+    Capability("setup", "set-up: create or reset a quota of a given capacity and hold window", ("put_quota",),
+               ALL_CHECKS, "no scenario and no property can run: each needs a quota whose capacity it knows"),
+    Capability("faults", "fault hooks: stall, kill or restart the lock holder", ("nemesis",),
+               ("sales_resume_within_the_lease", "decisions_within_100ms_outside_faults"),
+               "tickets-lease-faults cannot put its faults in"),
+)
 OPTIONS = (
+    Option("hold_window", "properties over a URL: the hold window, s, they set up quotas with (their waits and time "
+                          "steps scale with it). State your target's shortest if it takes no 0.5 s window",
+           frozenset({RUN, PYTEST}), default=0.5, kind=positive(float)),
     Option("lease_seconds", "the target's lock lease, s (the reference's --lease-seconds); tickets-lease-faults: "
                             "sales must resume within it after a lock holder stalls or dies",
            LOAD | {SERVE}, default=2.0, kind=positive(float), web_ui=True),
@@ -63,4 +76,4 @@ CASE = Case(
     calibration="tickets-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
     scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
     options=OPTIONS, served_options=served_options, in_process_stage=seed_opening, serve=serve,
-    model="peakproof.models.tickets", rank=0, model_params="TicketsParams")
+    model="peakproof.models.tickets", rank=0, model_params="TicketsParams", capabilities=CAPABILITIES)

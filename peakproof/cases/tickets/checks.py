@@ -43,6 +43,12 @@ class Tolerance:
     release_grace: float = 1.0
 
 
+def tolerance_of(driver: object) -> Tolerance:
+    """The clock slack a driver states for its target (``tolerance``), else the default."""
+    tol = getattr(driver, "tolerance", None)
+    return tol if isinstance(tol, Tolerance) else Tolerance()
+
+
 @dataclass
 class _Reservation:
     quota_id: str

@@ -17,19 +17,31 @@ from .checks import Tolerance
 
 @runtime_checkable
 class TicketsDriver(Protocol):
-    """The operations of Case T. Plug your own class for an API that differs from the contract.
+    """The operations of Case T: what a driver for your ticket shop must offer (docs/drivers.md).
 
-    Each method records one operation in ``history`` and returns it completed. Reservation
-    values are dicts with at least reservation_id, quantity, status and ``expires_at`` as
-    epoch seconds on the target's clock; quota values have capacity, available, held, sold.
+    Subclass :class:`peakproof.driver.HttpDriver` (it brings ``history``, ``now``, ``advance``
+    and the transport) and give each operation. Each records one operation in ``history``
+    and returns it completed: ok (it happened, with the value below), fail (it certainly did
+    not: the value is one of the contract's codes: ``sold_out`` for a buyer turned away
+    for lack of stock, ``invalid_request`` / ``unknown_quota`` / ``not_found`` /
+    ``idempotency_key_reused`` for the request's own fault, ``busy`` for "nothing changed,
+    try again") or info (unknown: a timeout, a 5xx, an answer of another shape).
+
+    Values: a reservation is a dict with reservation_id (str), quota_id, buyer_id, quantity
+    (int), status (held / sold / expired / cancelled) and ``expires_at`` in epoch seconds on
+    the target's clock (:func:`peakproof.timefmt.parse_time` reads any ISO 8601 time); a
+    quota is a dict with capacity, available, held and sold (ints: free, on hold, sold).
+
+    Optional capabilities (``peakproof.cases.tickets.case.CAPABILITIES``): ``put_quota``
+    (set-up: without it nothing can run) and ``nemesis`` (fault hooks). A ``tolerance``
+    attribute (:class:`~peakproof.cases.tickets.checks.Tolerance`) states the clock skew and
+    release grace the checks allow; the default is 0.25 s and 1 s.
     """
 
     history: History
-    tolerance: Tolerance
 
     def now(self) -> float: ...
     def advance(self, seconds: float) -> None: ...
-    def put_quota(self, quota_id: str, capacity: int, hold_seconds: float, *, process: Any = 0) -> Op: ...
     def read_quota(self, quota_id: str, *, process: Any = 0) -> Op: ...
     def reserve(self, quota_id: str, buyer_id: str, quantity: int, request_id: str, *, process: Any = 0,
                 intended_time: float | None = None) -> Op: ...
