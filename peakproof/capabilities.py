@@ -29,6 +29,7 @@ class Capability:
     methods: tuple[str, ...] = ()  # driver methods that provide it (none: a field of the operations' answers)
     checks: tuple[str, ...] = ()  # checks that cannot be decided without it
     limits: str = ""  # what else goes without it (a scenario, a chart)
+    option: str = ""  # a case option through which the harness itself provides it (providers: --provider-url)
 
     def sentence(self, driver: str = "the driver") -> str:
         how = f"methods {', '.join(self.methods)}" if self.methods else "a field of the operations' answers"
@@ -56,10 +57,13 @@ def no_route(op: Op) -> bool:
     return op.type != "ok" and op.value in NO_ROUTE
 
 
-def offers(driver: Any, capability: Capability) -> bool:
-    """Does ``driver`` have every method of ``capability``, and not disown it (``without``)?"""
+def offers(driver: Any, capability: Capability, spec: Any = None) -> bool:
+    """Does ``driver`` have every method of ``capability`` (or the run's ``spec`` provide it through
+    the capability's option), and not disown it (``without``)?"""
     if capability.name in set(getattr(driver, "without", ()) or ()):
         return False
+    if capability.option and spec is not None and spec.opt(capability.option):
+        return True
     return all(callable(getattr(driver, m, None)) for m in capability.methods)
 
 

@@ -28,16 +28,29 @@ _PROVIDER_OPTIONS = (  # the provider simulator is not a case: its own few optio
 _SERVE_SHARED = ("host", "port", "db", "http")
 
 
+USAGE_EXIT = 4  # a usage error: its own code (pytest's for its own), apart from INCONCLUSIVE's 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on their own exit code (argparse's 2 is INCONCLUSIVE's)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     cases = all_cases()
-    p = argparse.ArgumentParser(prog="peakproof", description="Prove system designs keep their promises at peak load.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{run,serve,plan,models}")
+    p = Parser(prog="peakproof", description="Prove system designs keep their promises at peak load.",
+               epilog="Exit codes: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 4 usage error.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,serve,plan,models,driver}",
+                           parser_class=Parser)
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
                                    "and an HTML report",
                        epilog="Exit codes: 0 PASS (every check and service level decided and held), 1 FAIL (the "
                               "target broke a promise), 2 INCONCLUSIVE (the harness could not decide: its generator "
-                              "fell behind the curve, a check had no chance to fail, a stage raised).")
+                              "fell behind the curve, a check had no chance to fail, a stage raised), 4 usage error.")
     r.add_argument("case", nargs="?", default=next(iter(cases)), choices=list(cases))
     add_options(r, RUN)
 
@@ -56,7 +69,51 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("case", nargs="?", default=next(iter(cases)), choices=list(cases))
     add_options(pl, PLAN)
     _add_models_parser(sub, cases)
+    _add_driver_parser(sub, cases)
     return p
+
+
+def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
+    """``peakproof driver new CASE`` and ``peakproof driver check CASE --driver X --target-url U``."""
+    from .options import option
+
+    d = sub.add_parser("driver", help="write a driver for your own API (new), and try it against your service "
+                                      "(check) before a run (docs/drivers.md)")
+    what = d.add_subparsers(dest="action", required=True, metavar="{new,check}", parser_class=Parser)
+    new = what.add_parser("new", help="print a commented driver skeleton for CASE")
+    new.add_argument("case", choices=list(cases))
+    new.add_argument("--output", "-o", default=None, help="write it to this file (refused if it exists)")
+    chk = what.add_parser("check", help="call each operation and capability once against --target-url and print "
+                                        "what came back and how the harness classified it",
+                          epilog="Exit codes: 0 every call answered as the harness needs, 1 one did not, "
+                                 "4 usage error.")
+    chk.add_argument("case", choices=list(cases))
+    shared = [option(n) for n in ("target_url", "admin_token", "driver", "without", "request_timeout")]
+    own = [o for c in cases.values() for o in c.options if o.name == "provider_url"][:1]
+    add_options(chk, RUN, shared + own)
+
+
+def _driver_command(args: argparse.Namespace) -> int:
+    from .drivertool import run_check, skeleton
+    from .spec import RunSpec
+
+    if args.action == "new":
+        text = skeleton(args.case)
+        if args.output:
+            out = Path(args.output)
+            if out.exists():
+                raise UsageError("--output", "a file that does not exist yet", str(out), "Pick another name.")
+            out.write_text(text, encoding="utf-8")
+            print(f"peakproof: wrote {out}; fill in the TODOs, then: peakproof driver check {args.case} "
+                  f"--driver {out}:My{args.case.title()} --target-url URL", file=sys.stderr)
+        else:
+            print(text, end="")
+        return 0
+    case = get_case(args.case)
+    if not args.target_url:
+        raise UsageError("--target-url", "your service's base URL", None, "driver check calls it.")
+    spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), embedded=False).resolved(case)
+    return run_check(spec)
 
 
 def _add_models_parser(sub: Any, cases: dict[str, Any]) -> None:
@@ -150,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "models":
             return _run_models(args)
+        if args.command == "driver":
+            return _driver_command(args)
         if args.command == "plan":
             from .plan import plan_command
 
@@ -157,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         from .runner import run
 
         return run(run_spec(args))
+    except UsageError as e:  # the user's to fix: its own code, never mistaken for INCONCLUSIVE
+        print(f"peakproof: {e}", file=sys.stderr)
+        return USAGE_EXIT
     except PeakproofError as e:
         print(f"peakproof: {e}", file=sys.stderr)
         return 2

@@ -82,7 +82,12 @@ class HttpDriver:
         self.transport: Transport = transport or RequestsTransport(session, timeout)
         self.history = history if history is not None else History(time.time)
         self.admin_token = admin_token
-        self._admin = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        self._admin = self.admin_headers(admin_token) if admin_token else None
+
+    def admin_headers(self, token: str) -> dict[str, str]:
+        """The headers of an ``admin=True`` call (``--admin-token``): a bearer token; override for
+        another scheme (``{"X-Api-Key": token}``)."""
+        return {"Authorization": f"Bearer {token}"}
 
     def now(self) -> float:
         return time.time()
@@ -141,13 +146,22 @@ def driver_class(spec: str, protocol: type) -> type:
             path = Path(module_name).resolve()
             if not path.is_file():
                 raise ImportError(f"no file {path}")
-            sys.path.insert(0, str(path.parent)) if str(path.parent) not in sys.path else None
-            module = sys.modules.get(path.stem)
-            if module is None or getattr(module, "__file__", None) != str(path):
-                loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if str(path.parent) not in sys.path:  # its own imports (helpers beside it) resolve
+                sys.path.insert(0, str(path.parent))
+            import hashlib
+
+            # a name of its own: two drivers both called driver.py must not replace each other
+            name = f"_peakproof_driver_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+            module = sys.modules.get(name)
+            if module is None:
+                loader_spec = importlib.util.spec_from_file_location(name, path)
                 module = importlib.util.module_from_spec(loader_spec)  # type: ignore[arg-type]
-                sys.modules[path.stem] = module
-                loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+                sys.modules[name] = module
+                try:
+                    loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+                except BaseException:
+                    del sys.modules[name]
+                    raise
         else:
             module = importlib.import_module(module_name)
         cls = getattr(module, attr)
@@ -162,7 +176,27 @@ def driver_class(spec: str, protocol: type) -> type:
         raise DriverSpecError("--driver", f"a class with every operation of {protocol.__name__}", spec,
                               f"It lacks {', '.join(missing)} (peakproof driver new <case> writes a skeleton "
                               f"with all of them).")
+    wrong = [f"{m}({', '.join(lacks)})" for m in operations(protocol) for lacks in [_unaccepted(protocol, cls, m)]
+             if lacks]
+    if wrong:
+        raise DriverSpecError("--driver", f"operations that take the arguments {protocol.__name__} names", spec,
+                              f"These do not take: {'; '.join(wrong)} (the harness passes them; see "
+                              f"peakproof driver new <case>).")
     return cls
+
+
+def _unaccepted(protocol: type, cls: type, name: str) -> list[str]:
+    """The protocol's parameters of ``name`` that the class's method cannot take."""
+    import inspect
+
+    try:
+        want = inspect.signature(getattr(protocol, name)).parameters
+        have = inspect.signature(getattr(cls, name)).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in have.values()):
+        return []
+    return [n for n in want if n != "self" and n not in have]
 
 
 def operations(protocol: type) -> list[str]:

@@ -72,7 +72,8 @@ class Target:
         """Does ``driver`` offer the case's ``capability`` (and the user did not disown it)?"""
         from .capabilities import offers
 
-        return capability not in self.without and offers(driver, get_case(self.case).capability(capability))
+        return capability not in self.without and offers(driver, get_case(self.case).capability(capability),
+                                                         self.spec)
 
     def require(self, driver: Any, capability: str, op: Any = None) -> None:
         """Skip the property, recording why, when ``driver`` lacks ``capability`` (or ``op``, its
@@ -124,6 +125,17 @@ class Target:
             raise pytest.UsageError(str(e)) from None
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
                    rules, spec=spec)
+
+
+def announce(config: pytest.Config, text: str) -> None:
+    """A line on the terminal now, whatever the capture (a real-time property must show life)."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    tr = config.pluginmanager.getplugin("terminalreporter")
+    if capman is None or tr is None:
+        print(text)
+        return
+    with capman.global_and_fixture_disabled():
+        tr.write_line(text)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -271,6 +283,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                           _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT).dump(out)
 
 
+def _waived_checks(config: pytest.Config) -> dict[str, str]:
+    """Each check fed by a capability the user waived (--without, or the spec's), to that capability."""
+    path = config.getoption("--spec", None)
+    without = set(RunSpec.load(path).without if path else (config.getoption("without", None) or ()))
+    return {check: cap.name for case in all_cases().values() for cap in case.capabilities if cap.name in without
+            for check in cap.checks}
+
+
 def _lacking_sentences() -> dict[str, str]:
     out = {}
     for case in all_cases().values():
@@ -293,10 +313,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tr.write_line(f"  waived: {name} (--without {name})")
     if not EXERCISED:
         return
+    waived = _waived_checks(config)
     tr.section("peakproof: chances to fail, per check (the most one judgement had)")
     for name, n in sorted(EXERCISED.items()):
-        tr.write_line(f"  {name}: {n:,}" + ("   <- not exercised: this run could not have caught its bug" if not n
-                                           else ""))
+        why = (f"   <- waived: --without {waived[name]}" if name in waived and not n else
+               "   <- not exercised: this run could not have caught its bug" if not n else "")
+        tr.write_line(f"  {name}: {n:,}{why}")
+    for cap in sorted(set(waived.values())):
+        tr.write_line(f"  waived: {cap} (--without {cap}): "
+                      + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -25,7 +25,7 @@ from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, Notif
 from peakproof import nemesis
 from peakproof.checks import assert_checks
 from peakproof.history import OK
-from peakproof.pytest_plugin import Target
+from peakproof.pytest_plugin import Target, announce
 
 CHANNELS = ["push", "sms", "email"]
 TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
@@ -175,10 +175,11 @@ FAULTS = st.one_of(
 
 def progress(text: str) -> None:
     """A line on the terminal as the property goes (pytest captures print; a real-time run must show life)."""
-    import sys
+    if PYTEST_CONFIG:
+        announce(PYTEST_CONFIG[0], f"peakproof: notifications over HTTP: {text}")
 
-    sys.__stderr__.write(f"peakproof: notifications over HTTP: {text}\n")
-    sys.__stderr__.flush()
+
+PYTEST_CONFIG: list[Any] = []  # the session's config, for progress lines (set by the test)
 
 
 def step_seconds(rules: DeliveryRules) -> dict[str, float]:
@@ -357,9 +358,11 @@ class OverHttp(SendsNotifications):
         return min(10.0, max(2.0, 5 * (self.rules.backoff + self.rules.answer_timeout)))
 
 
-def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target) -> None:
+def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target,
+                                                         request: pytest.FixtureRequest) -> None:
     from hypothesis import settings
 
+    PYTEST_CONFIG[:] = [request.config]
     if notifications_target.in_process or not notifications_target.provider_url:
         pytest.skip("needs --target-url .../notifications and --provider-url")
     d = notifications_target.new_driver()

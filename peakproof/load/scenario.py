@@ -77,7 +77,7 @@ class Scenario:
         from ..capabilities import offers
         from ..cases import get_case
 
-        ok = offers(driver, get_case(self.case).capability(capability))
+        ok = offers(driver, get_case(self.case).capability(capability), self.spec)
         if not ok:
             self.lacking.add(capability)
         return ok

@@ -68,9 +68,9 @@ CAPABILITIES = (
                _RECORD_CHECKS + ("status_moves_forward",), "no scenario and no property can run"),
     Capability("providers_record", "the providers' record: every call the target made to push, SMS and e-mail "
                                    "(the simulator's GET /calls at --provider-url, or the driver's provider_calls)",
-               ("provider_calls",), _RECORD_CHECKS),
+               ("provider_calls",), _RECORD_CHECKS, option="provider_url"),
     Capability("stats", "the target's own counters: its circuit breakers' transitions", ("breakers",), (),
-               "the report has no breaker chart"),
+               "the report has no breaker chart (nothing is left undecided)"),
 )
 
 

@@ -1,0 +1,217 @@
+"""``peakproof driver new CASE`` (a commented skeleton) and ``peakproof driver check CASE`` (each
+operation and capability once against the target, and how the harness classified each answer).
+
+A case's ``checkup`` module (``peakproof/cases/<case>/checkup.py``) gives the names under
+which its operations record their arguments (``ARGS``: the checks read them), what each value
+must hold (``VALUES``), and ``steps(driver, spec)``: the calls of the check, in order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .capabilities import offers
+from .cases import get_case
+from .driver import build_driver, driver_class, operations
+from .history import OK, Op
+from .spec import RunSpec
+
+
+@dataclass
+class Step:
+    """One call of the check: what was asked, what came, and whether the harness read it as it should."""
+
+    label: str
+    op: Op | None = None
+    expect: str = ""  # what the harness needs to see, in words
+    holds: bool = True
+    detail: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        mark = "ok " if self.holds and not self.problems else "NO "
+        got = ""
+        if self.op is not None:
+            got = (f"ok, value {_brief(self.op.value)}" if self.op.type == OK
+                   else f"{self.op.type} {self.op.value!r}" + (f" ({self.op.error[:120]})" if self.op.error else ""))
+        out = [f"  [{mark}] {self.label}" + (f" -> {got}" if got else "")]
+        if self.expect:
+            out.append(f"         expected: {self.expect}")
+        if self.detail:
+            out.append(f"         {self.detail}")
+        out += [f"         problem: {p}" for p in self.problems]
+        return out
+
+
+def _brief(value: Any, limit: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def checkup(case: str) -> Any:
+    return importlib.import_module(f"{get_case(case).package}.checkup")
+
+
+def recorded_right(op: Op | None, args: dict[str, tuple[str, ...]], values: dict[str, tuple[str, ...]]) -> list[str]:
+    """What is wrong with how ``op`` was recorded: argument names the checks read, value fields."""
+    if op is None:
+        return []
+    problems = []
+    want = args.get(op.f)
+    if want is None:
+        problems.append(f"recorded as {op.f!r}: the checks know operations {', '.join(args)}")
+        return problems
+    missing = [a for a in want if a not in op.args]
+    if missing:
+        problems.append(f"its args lack {', '.join(missing)} (record them under these names: the checks read "
+                        f"{', '.join(want)}); got {sorted(op.args)}")
+    if op.type == OK:
+        need = values.get(op.f, ())
+        if need and not isinstance(op.value, dict):
+            problems.append(f"the value must be a dict with {', '.join(need)}; got {type(op.value).__name__}")
+        else:
+            lacking = [k for k in need if k not in op.value]
+            if lacking:
+                problems.append(f"the value lacks {', '.join(lacking)}")
+    return problems
+
+
+def run_check(spec: RunSpec, write: Callable[[str], None] = print) -> int:
+    """Every operation and capability once; 0 when each answered as the harness needs, else 1."""
+    case = get_case(spec.case)
+    module = case.module()
+    cls = driver_class(spec.driver, module.PROTOCOL) if spec.driver else module.OVER_HTTP
+    ck = checkup(spec.case)
+    write(f"peakproof driver check {spec.case}: {spec.driver or 'the contract driver'} against {spec.target_url}")
+    write(f"  operations: {', '.join(o for o in operations(module.PROTOCOL) if o not in ('now', 'advance'))}")
+    d = build_driver(spec)
+    for cap in case.capabilities:
+        left = f"; undecided without it: {', '.join(cap.checks)}" if cap.checks else ""
+        if cap.name in spec.without:
+            write(f"  capability {cap.name}: waived (--without {cap.name})" + left.replace("undecided", "waived"))
+        elif not cap.methods:
+            write(f"  capability {cap.name}: a field of the answers (the calls below show whether it came){left}")
+        else:
+            have = offers(d, cap, spec)
+            by = f" by --{cap.option.replace('_', '-')}" if have and cap.option and spec.opt(cap.option) else ""
+            write(f"  capability {cap.name}: {'offered' + by if have else 'NOT offered'} (methods "
+                  f"{', '.join(cap.methods)})"
+                  + ("" if have else left + f"; if your service has none: --without {cap.name}"))
+    write("")
+    bad = 0
+    try:
+        for step in ck.steps(d, spec, offered=lambda name: offers(d, case.capability(name), spec)):
+            step.problems += recorded_right(step.op, ck.ARGS, ck.VALUES)
+            for line in step.lines():
+                write(line)
+            bad += not (step.holds and not step.problems)
+    except Exception as e:  # the driver raised: say where, never a traceback alone
+        write(f"  [NO ] the driver raised {type(e).__name__}: {e}")
+        write("         a driver must return a completed op for every answer (let _call classify it)")
+        bad += 1
+    write("")
+    write(f"  {'every call answered as the harness needs' if not bad else f'{bad} call(s) did not'}: "
+          f"{'ready for peakproof run' if not bad else 'fix those before a real run'}"
+          + (" (a capability not offered leaves its checks undecided: the run says which)" if not bad else ""))
+    return 0 if not bad else 1
+
+
+# -- the skeleton ----------------------------------------------------------------------------
+
+
+def skeleton(case_name: str) -> str:
+    """A commented driver for ``case_name``: every operation, every capability (optional), the
+    argument names the checks read, and what each value must hold."""
+    case = get_case(case_name)
+    module = case.module()
+    ck = checkup(case_name)
+    cls_name = "My" + case_name.title().replace("_", "")
+    ops = [o for o in operations(module.PROTOCOL) if o not in ("now", "advance")]
+    out = [f'"""A peakproof driver for my {case_name} service (docs/drivers.md says what each method must return).',
+           "",
+           f"Check it: peakproof driver check {case_name} --driver THIS_FILE.py:{cls_name} --target-url URL",
+           f"Run it:   peakproof run {case_name} --driver THIS_FILE.py:{cls_name} --target-url URL",
+           '"""', "", "from __future__ import annotations", "", "from typing import Any", "",
+           "from peakproof.driver import ErrorMap, HttpDriver, translate",
+           "from peakproof.errors import SetupFailed  # raise it when the target refuses a set-up (a finding)",
+           "from peakproof.history import Op",
+           "from peakproof.timefmt import parse_time  # any ISO 8601 time with a zone -> epoch seconds", "", "",
+           f"class {cls_name}(HttpDriver):",
+           f'    """My service, as the {case_name} case\'s operations. Built as {cls_name}(base_url, history=...,',
+           '    transport=..., timeout=..., admin_token=...) by the harness (HttpDriver keeps them)."""', "",
+           "    # Your error answers as the contract's codes: the code's dotted path in your error body, your",
+           "    # codes -> ours, and statuses -> ours where the body names none. Unmapped: the body's code or http_<n>.",
+           "    # (A status maps every answer with it: a 404 for an unknown route too.)",
+           f"    errors = ErrorMap(field=\"error\", codes={{}}, statuses={ck.STATUS_HINT!r})", "",
+           "    # Each operation: self._call(name, args, METHOD, path, body, parser, process=..., intended_time=...)",
+           "    # records it in the run's history and returns the completed Op (op.type 'ok' / 'fail' / 'info',",
+           "    # op.value). path: under base_url, query string included ('/x?limit=5'); quote ids that may hold",
+           "    # '/' or spaces (urllib.parse.quote(id, safe='')). body: a JSON-able object, or None for no body.",
+           "    # admin=True sends --admin-token (override admin_headers for a scheme other than Bearer)."]
+    for name in ops:
+        out += _method(module.PROTOCOL, name, ck, optional=None)
+    for cap in case.capabilities:
+        for name in cap.methods:
+            out += _method(module.OVER_HTTP, name, ck, optional=cap)
+    out += ["", "", "# The value parsers: your JSON -> the values the checks read ({ours: your field's dotted path, or",
+            "# (path, {your word: ours}) / (path, a function) to convert it). A wrong shape raises: the op is info."]
+    hints = getattr(ck, "PARSER_HINTS", {})
+    for parser, fields in dict((ck.PARSERS[n], ck.VALUES[n]) for n in ck.VALUES).items():
+        body = ",\n                           ".join(f'"{f}": {hints.get(parser, {}).get(f, chr(34) + "TODO" + chr(34))}'
+                                                   for f in fields)
+        out += ["", "", f"def {parser}(doc: Any) -> dict[str, Any]:",
+                f"    return translate(doc, {{{body}}})"]
+    return "\n".join(out) + "\n"
+
+
+def _method(source: Any, name: str, ck: Any, optional: Any) -> list[str]:
+    head = [""]
+    if optional is not None:
+        head.append(f"    # optional capability '{optional.name}' ({optional.what}); delete it if your service has none")
+    special = getattr(ck, "SKELETON", {}).get(name)
+    if special:  # a method that returns no Op (a count, a record): written out whole
+        return head + [f"    {line}" if line else "" for line in textwrap.dedent(special).strip("\n").splitlines()]
+    fn = getattr(source, name, None)
+    try:
+        sig = inspect.signature(fn) if fn is not None else None
+    except (TypeError, ValueError):
+        sig = None
+    params = [p for p in (sig.parameters.values() if sig else []) if p.name != "self" and p.kind not in
+              (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+    positional = [_param(p) for p in params if p.kind is not p.KEYWORD_ONLY]
+    keyword = [_param(p) for p in params if p.kind is p.KEYWORD_ONLY] or ["process: Any = 0"]
+    sig_text = ", ".join(["self", *positional, "*", *keyword])
+    names = [p.name for p in params if p.kind is not p.KEYWORD_ONLY]
+    recorded = ck.ARGS.get(name) or tuple(names)
+    args = ", ".join(f'"{r}": {n}' for r, n in zip(recorded, names))
+    doc = ck.DOCS.get(name, "")
+    parse = ck.PARSERS.get(name, "lambda doc: doc if isinstance(doc, dict) else {}")
+    method = "GET" if name.startswith(("get_", "read")) else "POST"  # a guess: yours may differ
+    kw = ", process=process" if "process" in sig_text else ""
+    if "intended_time" in sig_text:
+        kw += ", intended_time=intended_time"
+    defn = f"    def {name}({sig_text}) -> Op:"
+    if len(defn) > 110:
+        defn = f"    def {name}(" + f",\n{' ' * (9 + len(name))}".join(sig_text.split(", ")) + ") -> Op:"
+    return head + [defn,
+                   *[f"        {line}" for line in textwrap.wrap(f'"""{doc}"""', 100)],
+                   f"        args = {{{args}}}  # the checks read these names",
+                   f'        return self._call("{name}", args, "{method}", "/TODO", '
+                   f'{"None" if method == "GET" else "{}"}, {parse}{kw})']
+
+
+def _param(p: inspect.Parameter) -> str:
+    ann = p.annotation
+    text = p.name
+    if ann is not inspect.Parameter.empty:
+        text += f": {ann if isinstance(ann, str) else getattr(ann, '__name__', ann)}"
+    if p.default is not inspect.Parameter.empty:
+        text += f" = {p.default!r}"
+    return text
+
+
+__all__ = ["Step", "run_check", "skeleton", "recorded_right"]
