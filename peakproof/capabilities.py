@@ -32,12 +32,15 @@ class Capability:
     option: str = ""  # a case option through which the harness itself provides it (providers: --provider-url)
 
     def sentence(self, driver: str = "the driver") -> str:
-        how = f"methods {', '.join(self.methods)}" if self.methods else "a field of the operations' answers"
         left = f"; it leaves undecided: {', '.join(self.checks)}" if self.checks else ""
         extra = f"; without it, {self.limits}" if self.limits else ""
-        return (f"{driver} lacks the '{self.name}' capability ({self.what}; {how}){left}{extra}. Give the driver "
-                f"{'those methods' if self.methods else 'that field'}, or, if your service has no such thing, "
-                f"waive it with --without {self.name}")
+        if not self.methods:  # a field of the answers: the target's to give, the driver's to pass on
+            return (f"the target's answers lack the '{self.name}' capability ({self.what}){left}{extra}. If your "
+                    f"service has it, pass it on in the driver's values; if it has no such thing, waive it with "
+                    f"--without {self.name}")
+        return (f"{driver} lacks the '{self.name}' capability ({self.what}; methods {', '.join(self.methods)})"
+                f"{left}{extra}. Give the driver those methods, or, if your service has no such thing, waive it "
+                f"with --without {self.name}")
 
 
 class CapabilityMissing(TargetError):
@@ -93,10 +96,11 @@ def apply_waivers(results: Iterable[CheckResult], capabilities: Iterable[Capabil
         feeding = [c for c in caps if r.name in c.checks]
         hit = next((c for c in feeding if c.name in waived), None)
         if hit is not None:
-            out.append(replace(r, valid="waived", note=f"waived: --without {hit.name} (the target has no "
-                                                         f"{hit.what}); {r.note or 'not decided'}"))
+            out.append(replace(r, valid="waived", note=f"waived with --without {hit.name} (the service has "
+                                                         f"none); {r.note or 'not decided'}"))
             continue
-        missing = next((c for c in feeding if c.name in lack), None)
+        # a field capability shows only as its checks undecided: name it whenever they are
+        missing = next((c for c in feeding if c.name in lack or not c.methods), None)
         if missing is not None:
             out.append(replace(r, note=f"{missing.sentence()}. {r.note or ''}".strip()))
         else:
@@ -113,7 +117,7 @@ def waiver_lines(capabilities: Iterable[Capability], without: Iterable[str],
         if c.name in set(without or ()):
             left = [n for n in c.checks if n in names] or list(c.checks)
             lines.append(f"waived: {c.name} ({c.what}) with --without {c.name}"
-                         + (f"; left undecided: {', '.join(left)}" if left else ""))
+                         + (f"; not checked: {', '.join(left)}" if left else ""))
     return lines
 
 

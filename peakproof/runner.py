@@ -105,6 +105,11 @@ def run(spec: RunSpec) -> int:
           f"target {'the embedded reference' if spec.embedded else spec.target_url})")
     for note in notes:
         print(f"  {note}")
+    if spec.without:  # what the user waived is part of every verdict, PASS included
+        from .capabilities import waiver_lines
+
+        for line in waiver_lines(case.capabilities, spec.without):
+            print(f"  {line}")
     for p in parts:
         if p.outcome is not Outcome.PASS:
             for reason in p.reasons[:4]:
@@ -114,7 +119,8 @@ def run(spec: RunSpec) -> int:
               f"{p.name}: {p.detail}")
         for r in p.results:
             print("      " + r.line().replace("\n", "\n      "))
-    print(f"exit {outcome.exit_code}: 0 PASS, 1 FAIL (the target broke a promise), 2 INCONCLUSIVE (not decided)")
+    print(f"exit {outcome.exit_code}: 0 PASS, 1 FAIL (the target broke a promise), 2 INCONCLUSIVE (not decided), "
+          f"4 usage error")
     return outcome.exit_code
 
 

@@ -88,8 +88,17 @@ class _Process:
 PROCESS = _Process()
 
 
+USAGE_EXIT = 4  # a usage error (as peakproof's and pytest's own), never INCONCLUSIVE's 2
+
+
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
+    def error(message: str) -> None:  # Locust's parser exits 2 on a bad option: ours is 4
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{parser.prog}: error: {message}\n")
+        sys.exit(USAGE_EXIT)
+
+    parser.error = error
     group = parser.add_argument_group("peakproof", "open-model scenarios (peakproof)")
     add_options(group, LOCUST)
     for action in group._group_actions:  # the scenarios the locustfiles registered: the web UI's drop-down
@@ -162,6 +171,11 @@ def _new_engine(environment: Any) -> Engine:
         spec = spec.with_options(scenario=opts.scenario)
     if spec.html is None and getattr(opts, "html_file", None):
         spec = spec.with_options(html=opts.html_file)
+    if spec.driver:  # a driver that cannot be loaded is said once, before anything is sent
+        from ..cases import get_case
+        from ..driver import driver_class
+
+        driver_class(spec.driver, get_case(spec.case).module().PROTOCOL)
     return Engine(environment, spec, SCENARIOS[spec.scenario](spec), source_address=PROCESS.own_source_address)
 
 
@@ -185,15 +199,17 @@ def _init(environment: Any, **_: Any) -> None:
     if not opts.scenario and not getattr(opts, "spec", None) and (isinstance(runner, WorkerRunner)
                                                                    or not opts.headless):
         return  # the web UI's start form names it (a worker: the master's plan does)
-    why = _check(opts)
+    why, code = _check(opts), USAGE_EXIT
     if why is None:
         try:
             PROCESS.engine = _new_engine(environment)
             return
-        except PeakproofError as e:
+        except UsageError as e:
             why = str(e)
+        except PeakproofError as e:
+            why, code = str(e), 2
     sys.stderr.write(f"peakproof: {why}\n")
-    sys.exit(2)
+    sys.exit(code)
 
 
 def _engine_for_this_start(environment: Any) -> Engine | None:

@@ -100,7 +100,8 @@ def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> d
 def summary(report: RunReport, path: Any) -> str:
     judged = report.judged
     lines = [f"\npeakproof {report.scenario}: {judged.outcome}  (report: {path})"]
-    lines += [f"  why: {reason}" for reason in judged.reasons[:6]]
+    label = "note" if judged.outcome.value == "PASS" else "why"  # a PASS lists only what was waived
+    lines += [f"  {label}: {reason}" for reason in judged.reasons[:6]]
     for group in (report.load, report.checks, report.slos):
         for r in group:
             lines.append("  " + r.line())

@@ -387,8 +387,9 @@ class FeedCore:
                 if len(out) == limit:
                     break
             nxt = out[-1].key if len(out) == limit else None
+            # a design that merges on read has no inbox: it reports no size (not a size of 0)
             return out, nxt, {"degraded": degraded, "sources": len(sources),
-                              "inbox_size": len(self.inboxes.get(user, ()))}
+                              "inbox_size": None if self.policy == "pull" else len(self.inboxes.get(user, ()))}
 
 
 def _newest_first(keys: list[tuple[float, str]], end: int) -> Iterator[tuple[float, str]]:
