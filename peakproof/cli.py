@@ -197,6 +197,13 @@ def run_spec(args: argparse.Namespace) -> Any:
         processes = os.cpu_count() or 1
     spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), processes=processes,
                                 embedded=not args.target_url)
+    if spec.driver:  # a driver that cannot be loaded is a usage error, said before any stage starts
+        from .driver import driver_class
+
+        if not spec.target_url:
+            raise UsageError("--driver", "a --target-url to drive (the embedded reference speaks the contract)",
+                             None, "Give your service's URL with --target-url.")
+        driver_class(spec.driver, case.module().PROTOCOL)
     return spec.resolved(case, calibrates=True)
 
 

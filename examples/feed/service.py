@@ -261,7 +261,7 @@ def json_body(body: bytes, *required: str) -> dict:
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True      # a connection's thread never holds up the exit
-    request_queue_size = 128   # a peak opens many connections at once
+    request_queue_size = 1024  # a peak opens many connections at once (the default 5 resets them)
 
 
 def serve(port: int = 0, broken: bool = False) -> tuple[ThreadingHTTPServer, str]:

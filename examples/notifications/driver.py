@@ -51,10 +51,11 @@ class Courier(HttpDriver):
         return self._call("notify", args, "POST", "/messages", doc, accepted,
                           process=process, intended_time=intended_time)
 
-    def get_notification(self, notification_id: str, *, process: Any = 0) -> Op:
+    def get_notification(self, notification_id: str, *, process: Any = 0,
+                         intended_time: float | None = None) -> Op:
         args = {"notification_id": notification_id}
         return self._call("get_notification", args, "GET", f"/messages/{quote(notification_id, safe='')}", None,
-                          notification, process=process)
+                          notification, process=process, intended_time=intended_time)
 
     # capability 'setup'
     def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str], *,

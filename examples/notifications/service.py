@@ -382,6 +382,7 @@ def _json(raw: bytes) -> dict:
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # socketserver's default backlog of 5 resets connections when many open at once
 
     def shutdown(self) -> None:
         """Stop serving, then the delivery workers."""
