@@ -89,8 +89,12 @@ def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
                                  "4 usage error.")
     chk.add_argument("case", choices=list(cases))
     shared = [option(n) for n in ("target_url", "admin_token", "driver", "without", "request_timeout")]
-    own = [o for c in cases.values() for o in c.options if o.name == "provider_url"][:1]
-    add_options(chk, RUN, shared + own)
+    own: dict[str, Any] = {}  # the cases' own run options (the same command line as peakproof run's works here)
+    for c in cases.values():
+        for o in c.options:
+            if RUN in o.surfaces:
+                own.setdefault(o.name, o)
+    add_options(chk, RUN, shared + list(own.values()))
 
 
 def _driver_command(args: argparse.Namespace) -> int:
@@ -197,13 +201,9 @@ def run_spec(args: argparse.Namespace) -> Any:
         processes = os.cpu_count() or 1
     spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), processes=processes,
                                 embedded=not args.target_url)
-    if spec.driver:  # a driver that cannot be loaded is a usage error, said before any stage starts
-        from .driver import driver_class
+    from .driver import check_driver
 
-        if not spec.target_url:
-            raise UsageError("--driver", "a --target-url to drive (the embedded reference speaks the contract)",
-                             None, "Give your service's URL with --target-url.")
-        driver_class(spec.driver, case.module().PROTOCOL)
+    check_driver(spec)  # a driver that cannot be loaded is a usage error, said before any stage starts
     return spec.resolved(case, calibrates=True)
 
 

@@ -199,6 +199,20 @@ def _unaccepted(protocol: type, cls: type, name: str) -> list[str]:
     return [n for n in want if n != "self" and n not in have]
 
 
+def check_driver(spec: Any) -> None:
+    """A ``--driver`` that cannot be loaded (or has no URL to drive) is a usage error, said before any
+    stage starts: every entry point calls this first."""
+    from .cases import get_case
+    from .errors import UsageError
+
+    if not spec.driver:
+        return
+    if not spec.target_url:
+        raise UsageError("--driver", "a --target-url to drive (the embedded reference speaks the contract)", None,
+                         "Give your service's URL with --target-url.")
+    driver_class(spec.driver, get_case(spec.case).module().PROTOCOL)
+
+
 def operations(protocol: type) -> list[str]:
     """The methods a protocol names (its operations), in their order of declaration."""
     return [m for m in vars(protocol) if not m.startswith("_") and callable(vars(protocol)[m])]
@@ -277,4 +291,4 @@ def is_side(op: Op) -> bool:
 
 
 __all__ = ["SIDE", "InProcessDriver", "HttpDriver", "ErrorMap", "is_side", "load_driver", "driver_class",
-           "build_driver", "construct", "operations", "translate", "dig", "FAIL", "INFO", "OK"]
+           "build_driver", "check_driver", "construct", "operations", "translate", "dig", "FAIL", "INFO", "OK"]

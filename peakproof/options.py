@@ -230,8 +230,9 @@ SHARED: tuple[Option, ...] = (
            action="store_true"),
     Option("report_dir", "where the HTML reports go", LOAD, default="reports", web_ui=True),
     Option("calibrated_rate", "on-time arrivals/s one generator process offered in a calibration (peakproof run "
-                              "measures it); named in the verdict when the generator falls behind",
-           frozenset({LOCUST}), kind=positive(float)),
+                              "measures it; give it to skip the measuring, e.g. from peakproof plan); named in "
+                              "the verdict when the generator falls behind",
+           frozenset({LOCUST, RUN}), kind=positive(float)),
     Option("calibrate_max_rate", "calibration scenarios: the top step's arrivals/s (default: the case's peak)",
            frozenset({LOCUST}), kind=positive(float)),
     Option("calibrate_latency", "calibration scenarios: a step passes only if the target also answered in time",

@@ -120,6 +120,9 @@ def plan_command(args: argparse.Namespace) -> int:
         print(f"peakproof plan: {case.name} has no calibration scenario", file=sys.stderr)
         return 2
     spec = RunSpec.from_options(case, lambda name: getattr(args, name, None)).resolved(case)
+    from .driver import check_driver
+
+    check_driver(spec)
     with ExitStack() as stack:
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-plan-"))
         url = spec.target_url

@@ -147,6 +147,10 @@ def on_loopback(url: str) -> bool:
 def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | None:
     if not case.calibration:
         return None
+    if spec.calibrated_rate:  # the user stated the machine's figure (an earlier run, peakproof plan)
+        from .calibrate import GIVEN
+
+        return CalibrationResult(GIVEN, float(spec.calibrated_rate))
     with ExitStack() as stack:
         where = spec
         if spec.embedded:  # its own target, so the burst leaves no backlog behind for the run

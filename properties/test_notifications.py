@@ -337,7 +337,7 @@ class OverHttp(SendsNotifications):
     def teardown(self) -> None:
         """Let every cascade finish (bounded), then judge once more: a retry after a lost answer, a
         round beyond the budget, happen after the last step."""
-        if not hasattr(self, "d"):
+        if not hasattr(self, "d") or not hasattr(self, "ids"):  # set-up failed: its own error says why
             return
         deadline = time.monotonic() + self.settle_seconds
         while time.monotonic() < deadline:

@@ -171,11 +171,9 @@ def _new_engine(environment: Any) -> Engine:
         spec = spec.with_options(scenario=opts.scenario)
     if spec.html is None and getattr(opts, "html_file", None):
         spec = spec.with_options(html=opts.html_file)
-    if spec.driver:  # a driver that cannot be loaded is said once, before anything is sent
-        from ..cases import get_case
-        from ..driver import driver_class
+    from ..driver import check_driver
 
-        driver_class(spec.driver, get_case(spec.case).module().PROTOCOL)
+    check_driver(spec)  # a driver that cannot be loaded is said once, before anything is sent
     return Engine(environment, spec, SCENARIOS[spec.scenario](spec), source_address=PROCESS.own_source_address)
 
 
