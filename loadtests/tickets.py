@@ -332,6 +332,8 @@ class TicketsLeaseFaults(TicketsOpening):
                                 process=f"buyer-{i}", intended_time=ctx.intended(a.t))
         if op.value == "busy" or op.type == INFO:  # "try again" (or no answer), with the same
             ctx.later(0.5, "retry", (i, qty))  # request id: a buyer is never served twice
+        elif ctx.random.random() < RETRY_SHARE:  # a client that did not trust the answer: replays come with
+            ctx.later(0.2, "retry", (i, qty))  # or without faults (reservation_is_idempotent's chances)
         elif op.type == OK and ctx.random.random() < self.CONFIRM_SHARE:
             ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
         elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed

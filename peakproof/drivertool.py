@@ -100,7 +100,8 @@ def run_check(spec: RunSpec, write: Callable[[str], None] = print) -> int:
             by = f" by --{cap.option.replace('_', '-')}" if have and cap.option and spec.opt(cap.option) else ""
             write(f"  capability {cap.name}: {'offered' + by if have else 'NOT offered'} (methods "
                   f"{', '.join(cap.methods)})"
-                  + ("" if have else left + f"; if your service has none: --without {cap.name}"))
+                  + ("" if have else left + (f"; if your service has none: --without {cap.name}" if cap.checks
+                                             else "; nothing is left undecided without it")))
     write("")
     bad = 0
     try:
