@@ -30,7 +30,7 @@ from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK, History
 from peakproof.interleave import LAPSE, Stuck, kill
-from peakproof.pytest_plugin import Target
+from peakproof.pytest_plugin import Target, announce
 from peakproof.spec import RunSpec
 
 BUYERS = ["ayse", "mehmet", "zeynep", "can"]
@@ -163,8 +163,27 @@ class TicketsMachine(RuleBasedStateMachine):
             note("history:\n" + "\n".join(repr(op) for op in self.d.history.ops[-40:]))
 
 
-def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: Target) -> None:
+def announce_duration(target: Target, examples: int, steps: int, config: Any) -> float:
+    """Over a URL time is real: how long the machine may take, from the hold window it was given."""
+    h = hold_seconds(target)
+    # about one step in eight lets time pass (a mean of 0.77 windows), one in eight pays after the hold
+    # lapsed (up to a window's wait): the rest are requests
+    typical = examples * steps * (0.77 * h + 0.5 * h) / 8 + examples * steps * 0.005
+    text = (f"peakproof: tickets over HTTP: {examples} examples x {steps} steps with a {h:g} s hold window "
+            f"(--hold-window): about {typical / 60:.1f} min")
+    if typical > 600:
+        text += ("; that is long: state the shortest hold window your service takes (--hold-window), "
+                 "HYPOTHESIS_PROFILE=dev runs fewer examples, or leave the hold's checks to the load "
+                 "(peakproof run --skip-properties)")
+    announce(config, text)
+    return typical
+
+
+def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: Target,
+                                                                         request: pytest.FixtureRequest) -> None:
     preflight(tickets_target)
+    if not tickets_target.in_process:
+        announce_duration(tickets_target, min(settings.default.max_examples, 12), 20, request.config)
 
     class Machine(TicketsMachine):
         target = tickets_target
