@@ -124,8 +124,12 @@ class ErrorMap:
                  statuses: dict[int, str] | None = None, message: str = "message") -> None:
         self.field, self.message_field = field, message
         self.codes, self.statuses = dict(codes or {}), dict(statuses or {})
+        self._plain = field == "error" and not self.codes and not self.statuses  # the contracts' own shape
 
     def code(self, status: int, doc: Any) -> str | None:
+        if self._plain:  # the load's commonest answer (a sold-out 409): no path walk, no lookups
+            raw = doc.get("error") if isinstance(doc, dict) else None
+            return raw if isinstance(raw, str) else None
         raw = dig(doc, self.field)
         if isinstance(raw, str) and raw in self.codes:
             return self.codes[raw]
@@ -134,7 +138,7 @@ class ErrorMap:
         return raw if isinstance(raw, str) else None
 
     def message(self, doc: Any, content: bytes) -> str:
-        text = dig(doc, self.message_field)
+        text = doc.get(self.message_field) if self._plain and isinstance(doc, dict) else dig(doc, self.message_field)
         return str(text if text is not None else content[:200])[:300]
 
 
