@@ -114,7 +114,7 @@ def test_a_driver_that_cannot_be_loaded_is_a_usage_error_before_anything_runs() 
 
 
 LOAD = {"tickets": ["--scale", "0.02", "--calibrated-rate", "1000", "--hold-window", "0.2"],  # the shop takes 0.2 s holds
-        "feed": ["--scale", "0.002", "--duration", "10", "--calibrated-rate", "1000"],
+        "feed": ["--scale", "0.005", "--duration", "15", "--calibrated-rate", "1000"],  # every check gets chances
         "notifications": ["--scale", "0.1", "--duration", "5"]}  # (Locust takes no --calibrated-rate run-wide)
 # the broken variant's bug, and the stage that is enough to show it (the good variant runs both)
 BROKEN = {"tickets": ("--racy", "no_oversell", "--skip-properties"),
