@@ -33,6 +33,7 @@ class CalibrationResult:
     steps: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    latency_limit: float = 0.1  # s: the answer time a step must keep when the latency is checked
 
     @property
     def ok(self) -> bool:
@@ -49,7 +50,24 @@ class CalibrationResult:
         if self.scenario == GIVEN:
             return f"this machine offers about {self.rate:,.0f} arrivals/s per process (as stated: --calibrated-rate)"
         what = "with the target answering in time" if self.latency_checked else "on time"
-        return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what})"
+        return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what}{self.why_stopped()})"
+
+    def why_stopped(self) -> str:
+        """Where the ladder stopped and why: the first step that failed, and what failed in it."""
+        failed = next((st for st in self.steps if st.get("rate", 0) > self.rate), None)
+        if failed is None:
+            return f"; even its top step, {self.top:,.0f}/s, held: at least this" if self.top else ""
+        cause = []
+        if failed.get("on_time_share", 1) < 0.98:
+            cause.append(f"the generator sent {failed['on_time_share']:.1%} on time")
+        if self.latency_checked:
+            p99 = failed.get("p99_from_intended")
+            if p99 is not None and p99 > self.latency_limit:
+                cause.append(f"the target answered in p99 {p99 * 1000:,.0f} ms from the intended instant "
+                             f"(limit {self.latency_limit * 1000:,.0f} ms)")
+            if failed.get("errors"):
+                cause.append(f"{failed['errors']:,} errors")
+        return f"; stopped at {failed['rate']:,.0f}/s: " + (", ".join(cause) or "too few answers in time")
 
 
 def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = 120.0,
@@ -66,7 +84,9 @@ def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, tim
     cmd = [sys.executable, "-m", "locust", "-f", str(case.loadtest_file()), "--headless", "--spec", str(spec_file),
            "--only-summary", "--loglevel", "WARNING"]
     if pin is not None:
-        cmd = ["taskset", "-c", str(pin)] + cmd
+        from .placement import taskset
+
+        cmd = taskset((pin,)) + cmd
     t0 = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -83,7 +103,36 @@ def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, tim
         err = f"the calibration scenario raised: {doc['harness_errors'][0].splitlines()[0]}"
     return CalibrationResult(doc.get("scenario", case.calibration), float(doc.get("rate", 0.0)),
                              float(doc.get("top", 0.0)), bool(doc.get("latency_checked")), doc.get("steps", []),
-                             err, seconds)
+                             err, seconds, float(doc.get("latency_limit", 0.1)))
+
+
+def ladder_top(case: Case) -> float:
+    """The calibration ladder's first top: well past the peak (the machine's limit, not "at least
+    the peak"): 4x the peak, 40,000/s at least, so that its first step (2% of the top) is a low rate."""
+    return max(40_000.0, 4 * case.peak_rate())
+
+
+CLIMBS = 3  # a ladder whose top step passed climbs again from there, 4x higher, at most this often
+
+
+def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | None = None,
+          **options: Any) -> CalibrationResult:
+    """The case's calibration ladder up to where the generator (or, with ``latency``, the target
+    sharing the machine) gives way, whatever the host: when even the top step held, it climbs
+    again 4x higher (at most :data:`CLIMBS` times), so the figure is the machine's, never the cap's.
+    Every step of every ladder is kept, in order; ``top`` is the last ladder's."""
+    top = float(spec.calibrate_max_rate or ladder_top(case))
+    steps: list[dict[str, Any]] = []
+    seconds = 0.0
+    for _ in range(CLIMBS):
+        cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top, **options)
+        steps += cal.steps
+        seconds += cal.seconds
+        if not cal.ok or cal.rate < cal.top:
+            break
+        top *= 4
+    cal.steps, cal.seconds = steps, seconds
+    return cal
 
 
 def auto_scale(case: Case, cal: CalibrationResult, peak_rate: float, processes: int = 1) -> float:

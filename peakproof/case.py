@@ -52,6 +52,9 @@ class Case:
     # A share of the calibrated capacity the load may use. The calibration probes the case's
     # cheapest request for half a second a step; the scenario mixes heavier ones for longer.
     headroom: float = 0.5
+    # checks that judge a time (latency promises besides the SLOs): not decided when the target shared
+    # its cores with the harness's generators (peakproof.placement)
+    latency_checks: tuple[str, ...] = ()
     needs_providers: bool = False
     fresh_target_per_scenario: bool = False  # a load run leaves a big state behind (the feed's graph)
     scenario_scale: dict[str, float] = field(default_factory=dict)  # a fault's scale as a share of --scale

@@ -197,8 +197,11 @@ def run_spec(args: argparse.Namespace) -> Any:
 
     case = get_case(args.case)
     processes = args.processes
-    if processes == "auto":
-        processes = os.cpu_count() or 1
+    if processes == "auto":  # every core generates, but one is left to a target on this machine
+        from .placement import auto_processes, usable_cores
+        from .runner import on_loopback
+
+        processes = auto_processes(usable_cores(), not args.target_url or on_loopback(args.target_url))
     spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), processes=processes,
                                 embedded=not args.target_url)
     from .driver import check_driver

@@ -40,6 +40,8 @@ class LoadSettings:
     processes: int = 1
     calibrated_rate: float | None = None  # on-time arrivals/s one process offered in calibration
     peak_rate: float | None = None  # the scenario's peak arrivals/s at scale 1 (the seed's)
+    # why the target's latency was partly the harness's (it shared cores with the generators), or None
+    shared_cores: str | None = None
 
 
 @dataclass
@@ -117,6 +119,12 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
                            note=f"{head}; {why}: the generator, not the target, may have held the pool; "
                                 + generator_sentence(peak_target, s),
                            chances=c.due, chance_kind="due arrivals", **measures)
+    if by_target > (c.late + c.dropped) / 2 and s.shared_cores:
+        # the pool was held by answers that came late, but the target's CPU was partly ours: not its failure
+        return CheckResult(name, "unknown", counts, None,
+                           note=f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} "
+                                f"in-flight requests was full, but {s.shared_cores}",
+                           chances=c.due, chance_kind="due arrivals", **measures)
     if by_target > (c.late + c.dropped) / 2:
         return CheckResult(name, False, counts,
                            f"{head}; {c.late_by_pool:,} of them fell due while the pool of {s.pool_size:,} in-flight "
@@ -156,6 +164,18 @@ def undecide_when_behind(slos: list[CheckResult], load: CheckResult) -> list[Che
     return [replace(r, valid="unknown", note=f"not decided: the generator fell behind the curve "
                                              f"({r.first_violation})") if r.valid is False else r
             for r in slos]
+
+
+def undecide_when_shared(results: list[CheckResult], shared: str | None,
+                         names: Iterable[str] | None = None) -> list[CheckResult]:
+    """A latency promise missed while the target shared its cores with the harness's generators says
+    nothing about the target: not decided, naming the cause. ``names``: the results to consider
+    (None: all of them, e.g. the latency SLOs)."""
+    if not shared:
+        return results
+    wanted = None if names is None else set(names)
+    return [replace(r, valid="unknown", note=f"not decided: {shared} ({r.first_violation})")
+            if r.valid is False and (wanted is None or r.name in wanted) else r for r in results]
 
 
 def load_charts(planned: list[float], ops: Iterable[Op], t0: float,

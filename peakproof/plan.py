@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import shutil
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from .calibrate import CalibrationResult, run_calibration
+from .calibrate import CalibrationResult, climb
+from .placement import Placement, auto_processes, pin, place, usable_cores
 from .case import Case, get_case
 from .launch import ServedTarget
 
@@ -47,7 +46,7 @@ class Plan:
 
     @property
     def processes_per_machine(self) -> int:
-        return max(1, self.cores - (1 if self.target_local else 0))
+        return auto_processes(self.cores, self.target_local)  # what --processes auto gives
 
     @property
     def machines(self) -> int:
@@ -63,7 +62,7 @@ class Plan:
 def make_plan(case: Case, cal: CalibrationResult, *, target_local: bool, pool_size: int = 1000) -> Plan:
     low = cal.steps[0] if cal.steps else {}
     p99 = low.get("p99_from_intended")
-    return Plan(case.name, case.scenarios[0], case.peak_rate(), cal.rate, case.headroom, os.cpu_count() or 1,
+    return Plan(case.name, case.scenarios[0], case.peak_rate(), cal.rate, case.headroom, usable_cores(),
                 target_local, p99, low.get("rate"), pool_size, case.scale_axis == "time_scale")
 
 
@@ -71,7 +70,7 @@ def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
     out = [f"peakproof plan {plan.case}: the seed's full peak on machines like this one ({plan.cores} cores)", ""]
     capped = " (the calibration's top: at least this)" if cal.top and plan.per_process >= cal.top else ""
     out.append(f"  generator, one process:  {plan.per_process:,.0f} arrivals/s on time{capped} (>= 98% within 100 ms; "
-               f"{cal.scenario}, {cal.seconds:.1f} s)")
+               f"{cal.scenario}, {cal.seconds:.1f} s{cal.why_stopped()})")
     if plan.answer_p99 is not None:
         out.append(f"  target answer time:      p99 {plan.answer_p99 * 1000:,.1f} ms at {plan.low_rate or 0:,.0f} "
                    f"arrivals/s{'' if url else ' (the embedded reference, as light as it goes)'}")
@@ -132,24 +131,20 @@ def plan_command(args: argparse.Namespace) -> int:
             # last core: the figure is the generator's, on the first
             served = stack.enter_context(ServedTarget(case.name, **case.light_options()))
             spec = spec.with_options(target_url=served.url)
-            _pin(served.proc.pid if served.proc else None, os.cpu_count() or 1)
-        # well past the peak (the plan needs the generator's limit, not "at least the peak"): 4x it, 40,000/s at
-        # least, so that its first step (2% of the top) is a low rate
-        top = max(40_000.0, 4 * case.peak_rate())
-        cal = run_calibration(case, spec, Path(work), latency=False, pin=_generator_core(), calibrate_max_rate=top)
+            pin(served.proc.pid if served.proc else None, _placed().target_cores)
+        # well past the peak, climbing until the generator gives way (the plan needs its limit, not "at least
+        # the peak"): the same ladder as peakproof run's calibration, so both print one figure
+        cal = climb(case, spec, Path(work), latency=False, pin=_generator_core())
     plan = make_plan(case, cal, target_local=target_local, pool_size=spec.pool_size)
     print(render(plan, url, cal))
     return 0 if plan.processes else 2
 
 
+def _placed() -> "Placement":
+    """One generator process and the embedded target, each on its own core when there are two."""
+    return place(usable_cores(), 1, "embedded")
+
+
 def _generator_core() -> int | None:
-    """The generator on core 0 and the embedded target on the last: one process, one core."""
-    return 0 if (os.cpu_count() or 1) > 1 and shutil.which("taskset") else None
-
-
-def _pin(pid: int | None, cores: int) -> None:
-    if pid and cores > 1 and hasattr(os, "sched_setaffinity"):
-        try:
-            os.sched_setaffinity(pid, {cores - 1})
-        except OSError:
-            pass
+    placed = _placed()
+    return placed.generator_cores[0] if placed.generator_cores else None

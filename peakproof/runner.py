@@ -30,7 +30,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .calibrate import CalibrationResult, auto_scale, processes_for, run_calibration
+from .calibrate import CalibrationResult, auto_scale, climb, processes_for
+from .placement import Placement, pin, taskset
 from .case import Case, get_case
 from .checks import CheckResult
 from .errors import UsageError
@@ -57,6 +58,7 @@ def run(spec: RunSpec) -> int:
     notes: list[str] = []
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-run-")))
+        providers = None
         if case.needs_providers and not spec.opt("provider_url"):
             if not spec.embedded:
                 raise UsageError("--provider-url", f"the providers' base URL your {case.name} target calls", None,
@@ -72,6 +74,17 @@ def run(spec: RunSpec) -> int:
                   f"at {spec.target_url}", flush=True)
         else:
             print(f"peakproof: every stage goes to {spec.target_url}; nothing runs in process", flush=True)
+        placement = placement_for(spec, helpers=("the provider simulator",) if providers else ())
+        spec = spec.with_options(placement=placement.sentence(), shared_cores=placement.shared_reason() or "")
+        if spec.embedded:
+            pin(served.proc.pid if served.proc else None, placement.target_cores)
+        if not spec.skip_load:
+            print(f"peakproof: placement: {placement.sentence()}", flush=True)
+        watch: dict[str, int | None] = {}  # the processes beside the generators whose CPU the run counts
+        if providers is not None and providers.proc:
+            watch["provider simulator"] = providers.proc.pid
+        if spec.embedded and served.proc:
+            watch["target"] = served.proc.pid
 
         cal = None
         if not spec.skip_load:
@@ -87,11 +100,12 @@ def run(spec: RunSpec) -> int:
             for scenario in case.all_scenarios(spec.faults):
                 if case.fresh_target_per_scenario and spec.embedded:
                     with serve(case, spec) as fresh:
+                        pin(fresh.proc.pid if fresh.proc else None, placement.target_cores)
                         print(f"peakproof: started a fresh reference {case.name} target at {fresh.url}", flush=True)
                         parts.append(_load_scenario(case, spec.with_options(target_url=fresh.url), scenario, cal,
-                                                    work))
+                                                    work, placement, {**watch, "target": fresh.proc and fresh.proc.pid}))
                 else:
-                    parts.append(_load_scenario(case, spec, scenario, cal, work))
+                    parts.append(_load_scenario(case, spec, scenario, cal, work, placement, watch))
 
     if spec.embedded and case.in_process_stage is not None and not spec.skip_load:
         t0 = time.monotonic()
@@ -130,6 +144,54 @@ def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
                         **{**case.served_options(spec), **options})
 
 
+class CpuMeter:
+    """The CPU the stage cost on this machine, by process: the generators (Locust and its workers, once
+    reaped) and each process the run started beside them (``watch``: name -> pid), from now on."""
+
+    def __init__(self, watch: dict[str, int | None]) -> None:
+        import resource
+
+        from .placement import cpu_seconds
+
+        self.watch = {k: pid for k, pid in watch.items() if pid}
+        self.t0 = time.monotonic()
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.children0 = ru.ru_utime + ru.ru_stime
+        self.cpu0 = {k: cpu_seconds(pid) for k, pid in self.watch.items()}
+
+    def used(self) -> dict[str, float]:
+        import resource
+
+        from .placement import cpu_seconds
+
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = {"generator": ru.ru_utime + ru.ru_stime - self.children0}
+        for k, pid in self.watch.items():
+            now, then = cpu_seconds(pid), self.cpu0.get(k)
+            if now is not None and then is not None:
+                out[k] = now - then
+        return out
+
+    def sentence(self) -> str:
+        from .placement import usable_cores
+
+        wall = time.monotonic() - self.t0
+        used = self.used()
+        cores = usable_cores()
+        parts = ", ".join(f"{k} {v:,.1f} s" for k, v in used.items())
+        return (f"CPU used by the stage: {parts} (generator: start-up and judgement included) over {wall:,.1f} s on "
+                f"{cores} core(s): {sum(used.values()) / max(1e-9, wall * cores):.0%} of the machine")
+
+
+def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
+    """Where this run's generators and target go on this machine's cores (see peakproof.placement)."""
+    from .placement import place, usable_cores
+
+    kind = "embedded" if spec.embedded else ("loopback" if spec.target_url and on_loopback(spec.target_url)
+                                             else "remote")
+    return place(usable_cores(), int(spec.processes), kind, helpers)
+
+
 def on_loopback(url: str) -> bool:
     """The URL's host is this machine (127.0.0.0/8, ::1 or localhost)."""
     import ipaddress
@@ -151,13 +213,22 @@ def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | Non
         from .calibrate import GIVEN
 
         return CalibrationResult(GIVEN, float(spec.calibrated_rate))
+    from .placement import place, usable_cores
+
     with ExitStack() as stack:
         where = spec
-        if spec.embedded:  # its own target, so the burst leaves no backlog behind for the run
-            where = spec.with_options(target_url=stack.enter_context(serve(case, spec)).url)
+        # one generator process; an embedded target of its own, so the burst leaves no backlog behind for the
+        # run, on its own core when the machine has two (the figure is one generator's, on one core)
+        kind = "embedded" if spec.embedded else ("loopback" if on_loopback(spec.url) else "remote")
+        placed = place(usable_cores(), 1, kind)
+        if spec.embedded:
+            own = stack.enter_context(serve(case, spec))
+            pin(own.proc.pid if own.proc else None, placed.target_cores)
+            where = spec.with_options(target_url=own.url)
         # A target on this machine (embedded, or any loopback URL) shares its cores with the generator:
         # a step passes only if it also answered in time. Elsewhere the generator alone is measured.
-        cal = run_calibration(case, where, work, latency=spec.embedded or on_loopback(spec.url))
+        cal = climb(case, where, work, latency=spec.embedded or on_loopback(spec.url),
+                    pin=placed.generator_cores[0] if placed.generator_cores else None)
     print(f"peakproof: calibration ({case.calibration}, {cal.seconds:.1f} s): {cal.sentence()}", flush=True)
     return cal
 
@@ -224,7 +295,8 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
 
 
-def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path) -> Part:
+def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path,
+                   placement: Placement | None = None, watch: dict[str, int | None] | None = None) -> Part:
     """Run one Locust scenario (open model) and read the result it judged."""
     reports = Path(spec.report_dir)
     reports.mkdir(parents=True, exist_ok=True)
@@ -234,13 +306,14 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
                               calibrated_rate=cal.rate if cal and cal.ok else None, result=str(result),
                               html=str(reports / f"{scenario}-{stamp}-locust.html"))
     spec_file = stage.dump(work / f"{scenario}-spec.json")
-    cmd = [sys.executable, "-m", "locust", "-f", str(case.loadtest_file()), "--headless", "--spec", str(spec_file),
-           "--html", str(stage.html), "--only-summary", "--loglevel", "WARNING"]
+    cmd = [*taskset(placement.generator_cores if placement else ()), sys.executable, "-m", "locust", "-f", str(case.loadtest_file()),
+           "--headless", "--spec", str(spec_file), "--html", str(stage.html), "--only-summary", "--loglevel", "WARNING"]
     if int(spec.processes) > 1:
         cmd += ["--processes", str(spec.processes)]
     print(f"peakproof: load: {scenario} at scale {stage.scale:g} (time scale {stage.time_scale:g}) through Locust",
           flush=True)
     name = f"load scenario {scenario} (Locust, open model)"
+    meter = CpuMeter(watch or {})
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     except subprocess.TimeoutExpired:
@@ -251,9 +324,11 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
         return Part(name, Outcome.INCONCLUSIVE, f"Locust exited {proc.returncode} without a result",
                     reasons=[f"Locust exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
     res = StageResult.load(result)
+    cpu = meter.sentence()
+    print(f"peakproof: {scenario}: {cpu}", flush=True)
     outcome, reasons = Outcome[res.outcome], list(res.reasons)
     if outcome.exit_code != proc.returncode:  # Locust itself said something else went wrong
         reasons.append(f"Locust exited {proc.returncode} where the verdict says {outcome.exit_code}: "
                        f"{proc.stderr.strip()[-300:]}")
         outcome = Outcome.INCONCLUSIVE if outcome is not Outcome.FAIL else outcome
-    return Part(name, outcome, res.detail, [CheckResult.from_json(r) for r in res.checks], reasons)
+    return Part(name, outcome, f"{res.detail}; {cpu}", [CheckResult.from_json(r) for r in res.checks], reasons)

@@ -55,6 +55,10 @@ class RunSpec:
     calibrated_rate: float | None = None
     calibrate_max_rate: float | None = None
     calibrate_latency: bool = False
+    # what ran where (peakproof run's placement, said before the load) and, when the target shared cores
+    # with the generators, why its latency was partly the harness's ("": said not shared; None: not stated)
+    placement: str | None = None
+    shared_cores: str | None = None
     skip_properties: bool = False
     skip_load: bool = False
     result: str | None = None  # where the stage writes its StageResult

@@ -24,7 +24,7 @@ from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, Notif
                                            check_notifications, provider_record)
 from peakproof import nemesis
 from peakproof.checks import assert_checks
-from peakproof.history import OK
+from peakproof.history import FAIL, OK
 from peakproof.pytest_plugin import Target, announce
 
 CHANNELS = ["push", "sms", "email"]
@@ -325,7 +325,9 @@ class OverHttp(SendsNotifications):
             return flood.notify(f"{self.run}flood{tag}-{i}", rid, "reminder", "Hatırlatma", f"#{i}", process="flood")
 
         with ThreadPoolExecutor(FLOOD_CLIENTS) as pool:
-            refused = [op for op in pool.map(remind, range(size)) if op.type != OK]
+            # only a refusal is a broken promise here: a timeout (info) is an outcome unknown, which the
+            # checks already judge as "maybe accepted" (32 clients on a shared machine can meet one)
+            refused = [op for op in pool.map(remind, range(size)) if op.type == FAIL]
         self.expect(not refused, f"a valid reminder must be accepted. Actual: {refused[:1]!r}")
         self.send(who, True, "Acil: güvenlik kodu", "urgent, sent after the flood")
 

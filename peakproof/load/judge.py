@@ -11,9 +11,10 @@ from typing import Any
 
 from ..checks import CheckResult
 from ..history import History
-from ..offered import LoadCounters, LoadSettings, judge_offered_load, load_charts, undecide_when_behind
+from ..offered import (LoadCounters, LoadSettings, judge_offered_load, load_charts, undecide_when_behind,
+                       undecide_when_shared)
 from ..report import Chart, RunReport
-from ..slo import parse_thresholds, with_error_budget
+from ..slo import Threshold, parse_thresholds, with_error_budget
 from ..spec import RunSpec
 from .scenario import Calibration, Scenario
 
@@ -63,16 +64,43 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
         checks = with_capabilities(sc, spec, checks)
         thresholds = parse_thresholds(slo_texts)
         slos = [t.judge(history.ops) for t in thresholds]
-        load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds)
+        shared = shared_cores(sc, spec, rec)
+        load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds, shared)
         slos = undecide_when_behind(slos, load[0])
+        latency_slos = {r.name for t, r in zip(thresholds, slos) if isinstance(t, Threshold)}
+        slos = undecide_when_shared(slos, shared, latency_slos)
+        checks = undecide_when_shared(checks, shared, latency_checks(sc))
     draw_faults(load_chart_list + charts, history, rec.started_wall)
     params = {**sc.params(), "scale": spec.scale, "time_scale": spec.time_scale, "spacing": spec.spacing,
               "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
               "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured",
-              "driver": spec.driver or "the case's contract", "waived (--without)": ", ".join(spec.without) or "none"}
+              "driver": spec.driver or "the case's contract", "waived (--without)": ", ".join(spec.without) or "none",
+              "placement": spec.placement or "not stated (Locust run directly)"}
     return RunReport(sc.name, sc.host, rec.started_wall, rec.finished_wall, params, checks, slos, load,
                      load_chart_list + charts, {**load_details, **details}, locust_html=rec.locust_html,
                      harness_errors=harness_errors)
+
+
+def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
+    """Why the target's latency was partly the harness's, or None: what ``peakproof run`` placed
+    (``spec.shared_cores``), else, for a target on loopback, this machine's cores against the
+    generator processes of this run (``locust -f loadtests/ --processes N`` run directly)."""
+    if spec.shared_cores is not None:
+        return spec.shared_cores or None
+    from ..placement import place, usable_cores
+    from ..runner import on_loopback
+
+    if not sc.host or not on_loopback(sc.host):
+        return None
+    return place(usable_cores(), rec.processes, "loopback", can_pin=False).shared_reason()
+
+
+def latency_checks(sc: Scenario) -> tuple[str, ...]:
+    """The case's checks that judge a time (they are latency promises too)."""
+    from ..cases import all_cases
+
+    case = all_cases().get(sc.case)
+    return case.latency_checks if case else ()
 
 
 def with_capabilities(sc: Scenario, spec: RunSpec, checks: list[CheckResult]) -> list[CheckResult]:
@@ -125,7 +153,8 @@ def _brief(params: dict[str, Any]) -> str:
 
 
 def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
-                 thresholds: list[Any] = ()) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+                 thresholds: list[Any] = (), shared: str | None = None
+                 ) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
     """Did the run offer the curve? Target vs achieved sends per second, late and dropped."""
     t0 = rec.started_wall
     planned = [a.t for a in sc.arrivals()]
@@ -133,7 +162,7 @@ def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
     counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], rec.dropped_by_second,
                             c.get("late_by_pool", 0), c.get("late_by_pool_busy", 0), c.get("cpu_percent_max", 0))
     settings = LoadSettings(spec.late_threshold, spec.max_lateness, spec.offered_tolerance, spec.pool_size,
-                            rec.processes, spec.calibrated_rate, sc.peak_rate())
+                            rec.processes, spec.calibrated_rate, sc.peak_rate(), shared)
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
     result = judge_offered_load(counters, planned, sends, settings)
     charts = load_charts(planned, history.ops, t0, rec.dropped_by_second, thresholds)
@@ -146,5 +175,6 @@ def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
                                     c.get("late_by_pool_busy", 0),
                                 "generator CPU, busiest process (% of a core while dispatching)":
                                     c.get("cpu_percent_max", 0),
-                                "max lateness before drop (s)": spec.max_lateness}}
+                                "max lateness before drop (s)": spec.max_lateness,
+                                "cores shared with the target": shared or "no"}}
     return [result], charts, details

@@ -76,4 +76,5 @@ CASE = Case(
     ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
     default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
+    latency_checks=("posts_visible_within_window",),
     model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES)

@@ -104,7 +104,7 @@ CASE = Case(
     ("cascade", "single", "parallel"), ("notifications-peak",),
     ("notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"),
     calibration="notifications-calibrate", peak_rate=peak_rate, default_scale=0.2, default_time_scale=24.0,
-    default_duration=30.0, headroom=0.4, needs_providers=True,
+    default_duration=30.0, headroom=0.4, needs_providers=True, latency_checks=("urgent mean delivery latency",),
     # faults cost the target more per notification (timeouts held; 3x the arrivals in a flood)
     scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,
                     "notifications-reminder-flood": 0.25},
