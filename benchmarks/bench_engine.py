@@ -12,15 +12,16 @@ means one core. For each target, in one run:
 1. Locust ``FastHttpUser`` in a closed loop (no wait, ``--users``), one process: requests/s
    (measured before and after the engine's steps; the higher is used: the ratio is not
    flattered by a slow Locust run);
-2. the engine (``--scenario tickets-sold-out``) at rising constant rates: the highest rate at
-   which >= 98% of arrivals left within 100 ms of their instant, and the ratio to (1).
+2. the engine (``--scenario tickets-sold-out``) at rising constant rates with no top (from
+   ``--start``, x ``--ratio`` a step) until it falls behind: the highest rate at which >= 98% of
+   arrivals left within 100 ms of their instant, where it stopped and why, and the ratio to (1).
    This host's speed drifts by +-15% from minute to minute, so a rate that failed is tried
    once more before the search stops.
 
 ``--processes-2`` adds the engine with ``--processes 2`` against the stand-in (both cores
 generating; nginx shares them).
 
-    python benchmarks/bench_engine.py [--targets nginx reference] [--rates 4000 6000 ...] [--seconds 8]
+    python benchmarks/bench_engine.py [--targets nginx reference] [--start 4000 --ratio 1.15 | --rates ...] [--seconds 8]
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import requests
 
@@ -144,7 +145,15 @@ def open_model(url: str, rate: float, seconds: float, processes: int = 1) -> dic
             "p99_ms": None if p99 is None else p99 * 1000, "cpu": load.get("generator_cpu_percent")}
 
 
-def search(url: str, rates: list[float], seconds: float, processes: int = 1) -> float:
+def ladder(start: float, ratio: float) -> Iterator[float]:
+    """Rising rates without a top: the search goes until the generator or the target gives way."""
+    rate = start
+    while True:
+        yield round(rate, -2)
+        rate *= ratio
+
+
+def search(url: str, rates: Iterable[float], seconds: float, processes: int = 1) -> float:
     best = 0.0
     for rate in rates:
         for attempt in (1, 2):
@@ -159,6 +168,10 @@ def search(url: str, rates: list[float], seconds: float, processes: int = 1) -> 
                 best = rate
                 break
         else:
+            why = ("the generator used all of its core" if (r["cpu"] or 0) >= 85 else
+                   "the target's answers held the pool" if r["on_time"] < 0.98 else "not on time")
+            print(f"  stopped at {rate:,.0f}/s: {why} (generator CPU {r['cpu']}%); the engine's rate here: "
+                  f"{best:,.0f}/s", flush=True)
             return best
     return best
 
@@ -166,7 +179,10 @@ def search(url: str, rates: list[float], seconds: float, processes: int = 1) -> 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", nargs="+", choices=["nginx", "reference"], default=["nginx", "reference"])
-    p.add_argument("--rates", type=float, nargs="+", default=[4000, 6000, 7000, 8000, 9000, 10000, 11000, 12000])
+    p.add_argument("--rates", type=float, nargs="+", default=None,
+                   help="the rates to try (default: from --start up by --ratio until the engine falls behind)")
+    p.add_argument("--start", type=float, default=4000)
+    p.add_argument("--ratio", type=float, default=1.15)
     p.add_argument("--seconds", type=float, default=8)
     p.add_argument("--users", type=int, default=32)
     p.add_argument("--processes-2", action="store_true", help="also the engine with --processes 2 (stand-in only)")
@@ -179,7 +195,7 @@ def main() -> None:
             before = closed_loop(url, args.users, int(args.seconds) + 4)
             print(f"  closed loop (FastHttpUser, {args.users} users, no wait, 1 process): {before:,.0f} req/s",
                   flush=True)
-            best = search(url, args.rates, args.seconds)
+            best = search(url, args.rates or ladder(args.start, args.ratio), args.seconds)
             after = closed_loop(url, args.users, int(args.seconds) + 4)
             print(f"  closed loop again: {after:,.0f} req/s", flush=True)
             cl = max(before, after)
@@ -187,7 +203,8 @@ def main() -> None:
                     f"{best / cl:.2f}x")
             summary.append(line)
             if args.processes_2 and name == "nginx":
-                best2 = search(url, [r * 1.5 for r in args.rates], args.seconds, processes=2)
+                best2 = search(url, [r * 1.5 for r in args.rates] if args.rates else ladder(args.start * 1.5, args.ratio),
+                               args.seconds, processes=2)
                 summary.append(f"{name}: engine --processes 2 (both cores, nginx sharing them): {best2:,.0f} arrivals/s "
                                f"on time")
     print("\n" + "\n".join(summary))

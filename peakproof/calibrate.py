@@ -108,7 +108,7 @@ def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, tim
 
 def ladder_top(case: Case) -> float:
     """The calibration ladder's first top: well past the peak (the machine's limit, not "at least
-    the peak"): 4x the peak, 40,000/s at least, so that its first step (2% of the top) is a low rate."""
+    the peak"): 4x the peak, 40,000/s at least; its first step stays at 2% of the peak."""
     return max(40_000.0, 4 * case.peak_rate())
 
 
@@ -122,15 +122,17 @@ def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | No
     again 4x higher (at most :data:`CLIMBS` times), so the figure is the machine's, never the cap's.
     Every step of every ladder is kept, in order; ``top`` is the last ladder's."""
     top = float(spec.calibrate_max_rate or ladder_top(case))
+    low = None  # the first ladder starts low (2% of the peak); a climb again starts just below its last top
     steps: list[dict[str, Any]] = []
     seconds = 0.0
     for _ in range(CLIMBS):
-        cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top, **options)
+        cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
+                              calibrate_min_rate=low, **options)
         steps += cal.steps
         seconds += cal.seconds
         if not cal.ok or cal.rate < cal.top:
             break
-        top *= 4
+        low, top = top, top * 4
     cal.steps, cal.seconds = steps, seconds
     return cal
 

@@ -235,6 +235,8 @@ SHARED: tuple[Option, ...] = (
            frozenset({LOCUST, RUN}), kind=positive(float)),
     Option("calibrate_max_rate", "calibration scenarios: the top step's arrivals/s (default: the case's peak)",
            frozenset({LOCUST}), kind=positive(float)),
+    Option("calibrate_min_rate", "calibration scenarios: the first step's arrivals/s (default: 2% of the case's peak)",
+           frozenset({LOCUST}), kind=positive(float)),
     Option("calibrate_latency", "calibration scenarios: a step passes only if the target also answered in time",
            frozenset({LOCUST}), action="store_true"),
     # -- the run itself ------------------------------------------------------------------------------------------

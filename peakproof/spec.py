@@ -54,6 +54,7 @@ class RunSpec:
     report_dir: str = "reports"
     calibrated_rate: float | None = None
     calibrate_max_rate: float | None = None
+    calibrate_min_rate: float | None = None  # the ladder's first step (None: 2% of the peak)
     calibrate_latency: bool = False
     # what ran where (peakproof run's placement, said before the load) and, when the target shared cores
     # with the generators, why its latency was partly the harness's ("": said not shared; None: not stated)

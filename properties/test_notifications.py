@@ -186,7 +186,7 @@ def step_seconds(rules: DeliveryRules) -> dict[str, float]:
     """What each real-time rule of :class:`OverHttp` sleeps, from the target's stated rules."""
     return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
             "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
-            "a_dead_address_meets_a_burst": 0.6, "time_passes": 1.0,
+            "a_dead_address_meets_a_burst": 1.2, "time_passes": 1.0,
             "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
 
 
@@ -278,15 +278,28 @@ class OverHttp(SendsNotifications):
 
     @rule(who=st.integers(0, 2))
     def a_dead_address_meets_a_burst(self, who: int) -> None:
-        """Nothing failing but one recipient's preferred address, dead; four notifications for them,
-        a pause for the answers, three more: a breaker that counted those permanent failures as the
-        channel's would now skip it (breaker_counts_only_transient judges the skip)."""
+        """Nothing failing but one recipient's preferred address, dead; as many notifications for them
+        as the target's stated breaker needs failures to open (and one more), the providers' answers to
+        all of them, then three more: a breaker that counted those permanent failures as the channel's
+        would now skip it (breaker_counts_only_transient judges the skip). Sized from the stated rules
+        and paced by the record, not by a sleep, so that the bug shows on a busy machine too."""
         self.the_nemesis_rests()
-        self.the_nemesis_strikes(("dead_address", (who, PREFERENCES[who][0])))
-        for burst in (4, 3):
-            for _ in range(burst):
-                self.send(who, False, "Hatırlatma", "to a dead address")
-            time.sleep(0.3)
+        channel = PREFERENCES[who][0]
+        self.the_nemesis_strikes(("dead_address", (who, channel)))
+        first = min(40, self.rules.breaker_min_failures + 1)
+        before = self.permanent_answers(channel)
+        for _ in range(first):
+            self.send(who, False, "Hatırlatma", "to a dead address")
+        deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
+        while self.permanent_answers(channel) - before < first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(3):
+            self.send(who, False, "Hatırlatma", "to a dead address")
+        time.sleep(0.3)
+
+    def permanent_answers(self, channel: str) -> int:
+        """The permanent failures the providers answered on ``channel`` so far (their record)."""
+        return sum(1 for c in self.providers.calls() if c.get("channel") == channel and c.get("outcome") == "permanent")
 
     @rule(who=st.integers(0, 2))
     def an_answer_is_lost_then_answers_return(self, who: int) -> None:

@@ -171,14 +171,18 @@ class Calibration(Scenario):
     calibration: ClassVar[bool] = True
     step_seconds: ClassVar[float] = 0.5
     ratio: ClassVar[float] = 1.4
-    min_share: ClassVar[float] = 0.02  # the first step's rate, as a share of the top
+    min_share: ClassVar[float] = 0.02  # the first step's rate, as a share of the peak (or the top, if lower)
     latency_limit: ClassVar[float] = 0.1
     on_time_share: ClassVar[float] = 0.98
 
     def __init__(self, spec: "RunSpec") -> None:
         super().__init__(spec)
-        top = float(spec.calibrate_max_rate or self.peak_rate() or 1000.0)
-        rates, r = [], top * self.min_share
+        peak = float(self.peak_rate() or 1000.0)
+        top = float(spec.calibrate_max_rate or peak)
+        # the first step low (2% of the seed's peak, or of the top when that is lower), wherever the top is:
+        # a ladder that climbs far past the peak must still find a slow machine's first rate
+        low = float(spec.calibrate_min_rate or self.min_share * min(peak, top))
+        rates, r = [], min(low, top)
         while r < top:
             rates.append(r)
             r *= self.ratio
