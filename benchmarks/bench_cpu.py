@@ -17,13 +17,14 @@ on core 1; CPU per notification accepted and delivered of the generator, the tar
 simulator, and the share of two cores the sum needs at the seed's 1,736.11/s.
 
 The CPU of each process is read from /proc (all threads) every 50 ms and taken over the
-load's window (the run's report: its first arrival to its last answer), so start-up and the
-judgement after the run are not counted; the target's is taken over the same window.
+curve's window (from the run's first instant to the end of its constant-rate curve), what
+decides whether arrivals leave on time; start-up, set-up, the reads after the curve and the
+judgement are not counted. Every process is measured over the same window.
 
 ``--before REV`` runs the same measurements on the code of git revision REV (a temporary
 worktree) first: the table then shows before, after and after/before.
 
-    python benchmarks/bench_cpu.py [--before REV] [--rate 4000] [--seconds 10] [--cases tickets notifications]
+    python benchmarks/bench_cpu.py [--before REV] [--rate 20000] [--seconds 10] [--repeat 3] [--cases tickets notifications]
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ async def app(scope, receive, send):
     if scope["type"] != "http":
         return
     await receive()
-    status = 200 if scope["method"] == "GET" else 409
+    status = 409 if scope["method"] == "POST" else 200  # reservations sold out; the quota's set-up and reads fine
     body = (b'{"quota_id":"q","capacity":0,"available":0,"held":0,"sold":0,"hold_seconds":120.0}'
             if status == 200 else BODY)
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json")]})
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
 run(app, "127.0.0.1", int(sys.argv[1]))
 """
@@ -219,8 +220,10 @@ def tickets_side(tree: Path, target: str, rate: float, seconds: float) -> dict[s
                 s.watch("target", pid)
             doc = locust_run(tree, url, "tickets-sold-out", rate / TICKETS_PEAK, seconds, s)
             time.sleep(0.2)
-    a, b = doc["started"], doc["finished"]
+    a, b = doc["started"], doc["started"] + seconds
     load = doc["load"][0]["counts"]
+    if "sent" not in load:
+        raise SystemExit(f"the run against {target} sent nothing: {doc['verdict']} {doc['checks'][:1]}")
     n = load["sent"]
     out = {"requests": n, "on_time": (load["sent"] - load["late"]) / max(1, load["due"]),
            "generator": s.over("generator", a, b) / n * 1e6}
@@ -238,23 +241,31 @@ def notifications_side(tree: Path, scale: float, seconds: float) -> dict[str, fl
             doc = locust_run(tree, target.url, "notifications-peak", scale, seconds, s,
                              ["--provider-url", providers.base])
             time.sleep(0.2)
-    a, b = doc["started"], doc["finished"]
+    a, b = doc["started"], doc["started"] + seconds
     n = doc["params"].get("notifications") or 0
     verdict = doc["verdict"]["outcome"]
     return {"notifications": n, "verdict": verdict,
             **{k: s.over(k, a, b) / max(1, n) * 1e6 for k in ("generator", "target", "simulator")}}
 
 
-def measure(tree: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    got: dict[str, dict[str, float]] = {}
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the runs (this host's speed drifts from minute to minute)."""
+    import statistics
+
+    return {k: statistics.median(r[k] for r in runs) if isinstance(runs[0][k], (int, float)) else runs[0][k]
+            for k in runs[0]}
+
+
+def measure_once(tree: Path, args: argparse.Namespace, label: str) -> dict[str, dict[str, Any]]:
+    got: dict[str, dict[str, Any]] = {}
     if "tickets" in args.cases:
         for target in ("nginx", "reference", "lean-409"):
             got[f"tickets/{target}"] = r = tickets_side(tree, target, args.rate, args.seconds)
-            print(f"    tickets-sold-out at {args.rate:,.0f}/s vs {target}: " +
-                  ", ".join(f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()), flush=True)
+            print(f"    {label}: tickets-sold-out at {args.rate:,.0f}/s vs {target}: " +
+                  ", ".join(f"{k} {v:,.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()), flush=True)
     if "notifications" in args.cases:
         got["notifications"] = r = notifications_side(tree, args.notifications_scale, args.notifications_seconds)
-        print("    notifications-peak: " +
+        print(f"    {label}: notifications-peak: " +
               ", ".join(f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()), flush=True)
     return got
 
@@ -283,20 +294,29 @@ def rows(m: dict[str, dict[str, float]]) -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--before", metavar="REV", help="also measure git revision REV, first")
-    p.add_argument("--rate", type=float, default=4000.0, help="tickets arrivals/s (both versions must sustain it)")
+    p.add_argument("--rate", type=float, default=20_000.0,
+                   help="tickets arrivals/s (default: the seed's; both versions must sustain it on one core)")
     p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--notifications-scale", type=float, default=0.5)
+    p.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is printed")
+    p.add_argument("--notifications-scale", type=float, default=1.0, help="of the seed's 1,736.11/s")
     p.add_argument("--notifications-seconds", type=float, default=20.0)
     p.add_argument("--cases", nargs="+", choices=["tickets", "notifications"], default=["tickets", "notifications"])
     args = p.parse_args()
-    versions: list[tuple[str, dict[str, float]]] = []
-    for label, rev in ([("before", args.before)] if args.before else []) + [("after", None)]:
-        with code_of(rev) as tree:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        trees = ([("before", stack.enter_context(code_of(args.before)))] if args.before else []) + [("after", HERE)]
+        for label, tree in trees:
             head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
                                   text=True).stdout.strip()
-            print(f"{label}: {rev or 'working tree'} ({head}){' + uncommitted changes' if rev is None else ''}",
-                  flush=True)
-            versions.append((label, rows(measure(tree, args))))
+            print(f"{label}: {args.before if label == 'before' else 'the working tree'} ({head})", flush=True)
+        # before and after in turn, each repeat: a drift of the host's speed falls on both alike
+        runs: dict[str, list[dict[str, dict[str, Any]]]] = {label: [] for label, _ in trees}
+        for k in range(args.repeat):
+            for label, tree in trees:
+                runs[label].append(measure_once(tree, args, f"{label} #{k + 1}"))
+    versions = [(label, rows({name: median_of([r[name] for r in runs[label]]) for name in runs[label][0]}))
+                for label, _ in trees]
     print("\nCPU per request, microseconds (shares: of two cores, at the seed's rate)")
     names = list(versions[-1][1])
     width = max(len(n) for n in names)

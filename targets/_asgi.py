@@ -77,13 +77,12 @@ def route_table(spec: str) -> list[Route]:
     return routes + [("GET", re.compile(r"/openapi\.json"), "openapi"), ("GET", re.compile(r"/health"), "health")]
 
 
-async def match_route(routes: list[Route], prefix: str, api: str, scope: dict[str, Any], receive: Receive,
-                      body_limit: Callable[[str], int] = lambda name: MAX_BODY) -> tuple[str, bytes, tuple[str, ...]]:
-    """(handler name, body, path groups) for a request under ``prefix``; 404 / 405 with what would work."""
-    path, method = scope["path"], scope["method"]
-    if not path.startswith(prefix + "/"):
-        raise HttpError(404, "not_found", f"no route {path}; the {api} API is under {prefix}/")
-    path = path[len(prefix):]
+def resolve_route(routes: list[Route], prefix: str, api: str, method: str,
+                  full_path: str) -> tuple[str, tuple[str, ...]]:
+    """(handler name, path groups) for a request under ``prefix``; 404 / 405 with what would work."""
+    if not full_path.startswith(prefix + "/"):
+        raise HttpError(404, "not_found", f"no route {full_path}; the {api} API is under {prefix}/")
+    path = full_path[len(prefix):]
     allowed = []
     for verb, pattern, name in routes:
         m = pattern.fullmatch(path)
@@ -92,11 +91,19 @@ async def match_route(routes: list[Route], prefix: str, api: str, scope: dict[st
         if verb != method:
             allowed.append(verb)
             continue
-        body = await read_body(receive, body_limit(name)) if method in ("PUT", "POST") else b""
-        return name, body, m.groups()
+        return name, m.groups()
     if allowed:
         raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
     raise HttpError(404, "not_found", f"no route {method} {path}")
+
+
+async def match_route(routes: list[Route], prefix: str, api: str, scope: dict[str, Any], receive: Receive,
+                      body_limit: Callable[[str], int] = lambda name: MAX_BODY) -> tuple[str, bytes, tuple[str, ...]]:
+    """(handler name, body, path groups) for a request under ``prefix``; 404 / 405 with what would work."""
+    method = scope["method"]
+    name, groups = resolve_route(routes, prefix, api, method, scope["path"])
+    body = await read_body(receive, body_limit(name)) if method in ("PUT", "POST") else b""
+    return name, body, groups
 
 
 async def read_body(receive: Receive, limit: int = MAX_BODY) -> bytes:
@@ -179,6 +186,7 @@ class AsgiApp:
         self.admin_token = admin_token
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=thread_name)
         self._openapi_bytes = self.openapi_path.read_bytes() if self.openapi_path else b"{}"
+        self._routes_seen: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
 
     # -- hooks ---------------------------------------------------------------------------------------
 
@@ -218,12 +226,23 @@ class AsgiApp:
             status, payload = 500, {"error": "internal", "message": f"{type(e).__name__}: {e}"}
         await send_json(send, status, payload, headers)
 
+    ROUTE_CACHE = 4096  # (method, path) pairs remembered; past it the cache starts over (ids are unbounded)
+
     async def _dispatch(self, scope: dict[str, Any], receive: Receive) -> Reply:
-        if scope["path"] == "/openapi.json":
+        path, method = scope["path"], scope["method"]
+        if path == "/openapi.json":
             return 200, self._openapi_bytes
-        limits = self.body_limits
-        name, body, groups = await match_route(self.routes, self.prefix, self.api, scope, receive,
-                                               lambda n: limits.get(n, MAX_BODY))
+        # A run repeats a few paths (one quota's reservations) thousands of times a second: the route
+        # they resolve to is remembered rather than matched against every pattern again.
+        key = (method, path)
+        hit = self._routes_seen.get(key)
+        if hit is None:
+            hit = resolve_route(self.routes, self.prefix, self.api, method, path)  # raises 404 / 405: not kept
+            if len(self._routes_seen) >= self.ROUTE_CACHE:
+                self._routes_seen.clear()
+            self._routes_seen[key] = hit
+        name, groups = hit
+        body = await read_body(receive, self.body_limits.get(name, MAX_BODY)) if method in ("PUT", "POST") else b""
         return await getattr(self, "_" + name)(Request(scope, body), *groups)
 
     async def in_pool(self, fn: Callable[..., Any], *args: Any) -> Any:
