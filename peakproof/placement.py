@@ -61,7 +61,7 @@ class Placement:
         if self.shared:
             return (f"{who}: {self.busy} busy processes on {self.cores} core(s), so the target shares cores with the "
                     f"generators: a shortfall or a latency miss will be INCONCLUSIVE, not FAIL (for a verdict on the "
-                    f"target's capacity: --processes {auto_processes(self.cores, True)}, or a target on its own machine)")
+                    f"target's capacity: {self.fix()})")
         pinned = ""
         if self.generator_cores and self.target_cores and self.target == "embedded":
             pinned = (f"; generators pinned to core(s) {_cores(self.generator_cores)}, the target to core(s) "
@@ -70,6 +70,14 @@ class Placement:
             pinned = f"; generators pinned to core(s) {_cores(self.generator_cores)}, the target's are the rest"
         return f"{who}: {self.busy} busy processes on {self.cores} core(s), each its own{pinned}"
 
+    def fix(self) -> str:
+        """What would give the target cores of its own."""
+        fewer = auto_processes(self.cores, True)
+        if self.generators > fewer and self.busy - (self.generators - fewer) <= self.cores:
+            return f"--processes {fewer} (one core left to the target), or a target on its own machine"
+        return (f"a target{' and ' + ', '.join(self.helpers) if self.helpers else ''} on machines of their own "
+                f"(--target-url{', --provider-url' if self.helpers else ''}), or a machine with {self.busy} cores or more")
+
     def shared_reason(self) -> str | None:
         """Why a miss would not be the target's, when it would not be (for the judge)."""
         if not self.shared:
@@ -77,8 +85,7 @@ class Placement:
         return (f"the target shared this machine's {self.cores} core(s) with {self.generators} generator "
                 f"process{'es' if self.generators != 1 else ''}{' and ' + ', '.join(self.helpers) if self.helpers else ''} "
                 f"that the harness ran ({self.busy} busy processes): its answers waited for CPU the harness took; "
-                f"use --processes {auto_processes(self.cores, True)} (one core left to the target) or a target on its "
-                f"own machine")
+                f"{self.fix()}")
 
 
 def place(cores: int, generators: int, target: str, helpers: tuple[str, ...] = (), can_pin: bool | None = None) -> Placement:
