@@ -141,14 +141,19 @@ def env_for(tree: Path) -> dict[str, str]:
 
 @contextmanager
 def served(tree: Path, case: str, core: int | None, **options: Any) -> Iterator[ServedTarget]:
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(tree)  # the served process imports this tree's peakproof and targets
+    saved, cwd = os.environ.get("PYTHONPATH"), os.getcwd()
+    # the served process (python -m peakproof serve, started here) imports this tree's peakproof and targets:
+    # -m puts the working directory first on its path, so it starts from the tree
+    os.environ["PYTHONPATH"] = str(tree)
+    os.chdir(tree)
     try:
         with ServedTarget(case, **options) as t:
+            os.chdir(cwd)
             if core is not None:
                 _pin_all(t.proc.pid, core)  # type: ignore[union-attr]
             yield t
     finally:
+        os.chdir(cwd)
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
         else:
