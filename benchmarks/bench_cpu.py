@@ -24,7 +24,7 @@ judgement are not counted. Every process is measured over the same window.
 ``--before REV`` runs the same measurements on the code of git revision REV (a temporary
 worktree) first: the table then shows before, after and after/before.
 
-    python benchmarks/bench_cpu.py [--before REV] [--rate 20000] [--seconds 10] [--repeat 3] [--cases tickets notifications]
+    python benchmarks/bench_cpu.py [--before REV] [--rate R] [--seconds 10] [--repeat 3] [--cases tickets notifications]
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ from benchmarks.bench_engine import nginx_standin  # noqa: E402
 from peakproof.launch import ServedTarget, free_port  # noqa: E402
 from peakproof.placement import cpu_seconds  # noqa: E402
 
-TICKETS_PEAK = 20_000.0
-NOTIFICATIONS_PEAK = 1_736.11
+from peakproof.cases import get_case  # noqa: E402
+
+TICKETS_PEAK = get_case("tickets").peak_rate()  # the seed's peaks, from the ported models
+NOTIFICATIONS_PEAK = get_case("notifications").peak_rate()
 GEN, TGT = 0, 1
 
 CONSTANT_409 = """
@@ -285,25 +287,25 @@ def rows(m: dict[str, dict[str, float]]) -> dict[str, float]:
         out["tickets: lean server, constant 409 (bare)"] = m["tickets/lean-409"]["target"]
         total = m["tickets/reference"]["generator"] + m["tickets/reference"]["target"]
         out["tickets: sum per request (generator + target)"] = total
-        out["tickets: share of 2 cores at 20,000/s"] = total * TICKETS_PEAK / 1e6 / 2
+        out[f"tickets: share of 2 cores at {TICKETS_PEAK:,.0f}/s"] = total * TICKETS_PEAK / 1e6 / 2
     if "notifications" in m:
         n = m["notifications"]
         for k in ("generator", "target", "simulator"):
             out[f"notifications: {k} per notification"] = n[k]
         total = n["generator"] + n["target"] + n["simulator"]
         out["notifications: sum per notification"] = total
-        out["notifications: share of 2 cores at 1,736.11/s"] = total * NOTIFICATIONS_PEAK / 1e6 / 2
+        out[f"notifications: share of 2 cores at {NOTIFICATIONS_PEAK:,.2f}/s"] = total * NOTIFICATIONS_PEAK / 1e6 / 2
     return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--before", metavar="REV", help="also measure git revision REV, first")
-    p.add_argument("--rate", type=float, default=20_000.0,
-                   help="tickets arrivals/s (default: the seed's; both versions must sustain it on one core)")
+    p.add_argument("--rate", type=float, default=TICKETS_PEAK,
+                   help="tickets arrivals/s (default: the seed's peak; both versions must sustain it on one core)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is printed")
-    p.add_argument("--notifications-scale", type=float, default=1.0, help="of the seed's 1,736.11/s")
+    p.add_argument("--notifications-scale", type=float, default=1.0, help="of the seed's peak rate")
     p.add_argument("--notifications-seconds", type=float, default=20.0)
     p.add_argument("--cases", nargs="+", choices=["tickets", "notifications"], default=["tickets", "notifications"])
     args = p.parse_args()
