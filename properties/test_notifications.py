@@ -23,6 +23,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, NotificationsAnalysis, Providers,
                                            check_notifications, provider_record)
 from peakproof import nemesis
+from peakproof.cases.notifications.breaker import DECIDED_BEFORE
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK
 from peakproof.pytest_plugin import Target, announce
@@ -186,7 +187,7 @@ def step_seconds(rules: DeliveryRules) -> dict[str, float]:
     """What each real-time rule of :class:`OverHttp` sleeps, from the target's stated rules."""
     return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
             "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
-            "a_dead_address_meets_a_burst": 1.2, "time_passes": 1.0,
+            "a_dead_address_meets_a_burst": 2.0, "time_passes": 1.0,
             "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
 
 
@@ -278,28 +279,42 @@ class OverHttp(SendsNotifications):
 
     @rule(who=st.integers(0, 2))
     def a_dead_address_meets_a_burst(self, who: int) -> None:
-        """Nothing failing but one recipient's preferred address, dead; as many notifications for them
-        as the target's stated breaker needs failures to open (and one more), the providers' answers to
-        all of them, then three more: a breaker that counted those permanent failures as the channel's
-        would now skip it (breaker_counts_only_transient judges the skip). Sized from the stated rules
-        and paced by the record, not by a sleep, so that the bug shows on a busy machine too."""
+        """One recipient's preferred channel, healthy and then dead for them alone: a breaker that
+        counted the dead address's permanent failures as the channel's would skip the channel for
+        the last three notifications (breaker_counts_only_transient judges the skip).
+
+        The channel's health is made known exactly, so that the check can decide: nothing fails by
+        chance while the step runs (a seeded transient failure would be a fair reason for a breaker
+        to open, and the check would give the skip the benefit of the doubt); the channel's window
+        is first filled with answered calls, so that what earlier faults left in it is gone; then as
+        many notifications to the dead address as the stated breaker needs failures to open, and one
+        more. Sized from the stated rules and paced by the providers' record, not by a sleep, so
+        that the bug shows on a busy machine too."""
         self.the_nemesis_rests()
         channel = PREFERENCES[who][0]
+        self.the_nemesis_strikes(("failures_multiplied", 0.0))
+        self.send_and_hear(who, channel, min(40, self.rules.breaker_window), "to a live address")
         self.the_nemesis_strikes(("dead_address", (who, channel)))
-        first = min(40, self.rules.breaker_min_failures + 1)
-        before = self.permanent_answers(channel)
-        for _ in range(first):
-            self.send(who, False, "Hatırlatma", "to a dead address")
-        deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
-        while self.permanent_answers(channel) - before < first and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
+        time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
         for _ in range(3):
             self.send(who, False, "Hatırlatma", "to a dead address")
         time.sleep(0.3)
+        self.the_nemesis_rests()
 
-    def permanent_answers(self, channel: str) -> int:
-        """The permanent failures the providers answered on ``channel`` so far (their record)."""
-        return sum(1 for c in self.providers.calls() if c.get("channel") == channel and c.get("outcome") == "permanent")
+    def send_and_hear(self, who: int, channel: str, n: int, body: str) -> None:
+        """Send ``n`` reminders to recipient ``who`` and wait (bounded) until the providers have
+        answered that many calls to them on ``channel``."""
+        def answered() -> int:
+            rid = self.recipients[who]
+            return sum(1 for c in self.providers.calls() if c.get("channel") == channel
+                       and c.get("recipient_id") == rid)
+        before = answered()
+        for _ in range(n):
+            self.send(who, False, "Hatırlatma", body)
+        deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
+        while answered() - before < n and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     @rule(who=st.integers(0, 2))
     def an_answer_is_lost_then_answers_return(self, who: int) -> None:

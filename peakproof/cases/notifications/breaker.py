@@ -23,36 +23,25 @@ if TYPE_CHECKING:
 __all__ = ["DECIDED_BEFORE", "preference_respected", "breaker_counts_only_transient"]
 
 
-def _window_before(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int, int]:
-    """(calls, transient failures) among the channel's last ``breaker_window`` non-permanent calls
-    before ``at``, and the permanent failures answered over the same stretch of time."""
-
+def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
+    """Transient failures among the channel's last ``breaker_window`` non-permanent calls heard
+    before ``at``: what a fair breaker's window held."""
     times = a._times.get(channel, [])
     end = bisect.bisect_left(times, at)
-    start = max(0, end - a.breaker_window)
     t = a._transient_cum[channel]
-    since = times[start] if start < len(times) else at
-    perm = a._permanent_seen.get(channel, [])
-    permanent = bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since)
-    return end - start, t[end] - t[start], permanent
-
-
-def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
-    return _window_before(a, channel, at)[1]
+    return t[end] - t[max(0, end - a.breaker_window)]
 
 
 DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's arrival, at most
 
 
 def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
-    """Could the channel's breaker fairly be open (or probing) at ``at``? Over a live target: never
-    after permanent answers alone, nor on a channel no call reached for a whole cool-down; else yes
-    unless calls were answered on it just before; yes if
-    no call answered since its last failure (a breaker opens on a failure and only an answer closes it again, however
-    long the channel stays idle), if a call failed within the last cool-down (a failed probe
-    reopens it at once, whatever the window holds; calls the breaker does not govern, such as a
-    retry after a lost answer, can come between), or if at some moment of the last cool-down its
-    window held enough transient failures."""
+    """Could the channel's breaker fairly be open (or probing) when the target chose a channel for
+    the call that arrived at ``at``? Over a live target: never after permanent answers alone, nor on
+    a channel no call reached for a whole cool-down; yes without evidence that the breaker let
+    calls through just before (two answers: a target's own timeouts can open it on answers the
+    record calls fine); else only if a fair breaker could have opened within reach of that moment
+    and no probe since closed it (:func:`_could_be_open`)."""
     if a.answer_timeout == 0:
         # Virtual time (the in-process reference): every outcome is in the record, heard at once. The
         # window was already judged; a failed last call (a half-open probe) reopens the breaker.
@@ -82,25 +71,52 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     recent = answered[bisect.bisect_left(answered, (decided - 0.5, 0.0)):bisect.bisect_left(answered, (decided, 0.0))]
     if sum(1 for _, h in recent if h < decided) < 2:
         return True
-    failures = a._failed_heard.get(channel, [])
-    i = bisect.bisect_left(failures, at)
-    if i:  # no answer since the last failure proved the channel back: an open or probing breaker may stand
-        since = failures[i - 1] + 0.25  # calls already on their way when it failed prove nothing
-        answered = a._answered.get(channel, [])
-        j = bisect.bisect_right(answered, (since, float("inf")))
-        if not any(h < at for arrived, h in answered[j:bisect.bisect_left(answered, (at, 0.0))]):
-            return True
-    times, cum = a._times.get(channel, []), a._transient_cum[channel]
-    # a quarter and 0.25 s of slack: the target opens and probes on its own clock, the record
-    # says when calls arrived, and a call travels between the two
-    lo = bisect.bisect_left(times, at - 1.25 * a.breaker_cool_down - 0.25)
-    hi = bisect.bisect_left(times, at)
-    if cum[hi] - cum[lo] > 0:
+    # the choice fell somewhere between DECIDED_BEFORE before the call's arrival and the arrival
+    return _could_be_open(a, channel, at) or _could_be_open(a, channel, at - DECIDED_BEFORE)
+
+
+def _open_moments(a: NotificationsAnalysis, channel: str) -> list[float]:
+    """When a fair breaker on ``channel`` could have opened: a transient failure heard that brought
+    its window to :attr:`suspicious_below`, or any failure heard while it could already have been
+    open or probing (a failed probe reopens it; so does a failure while open). Computed once."""
+    cache: dict[str, list[float]] = a.__dict__.setdefault("_open_moments", {})
+    if channel not in cache:
+        times, cum = a._times.get(channel, []), a._transient_cum[channel]
+        threshold = {times[end - 1] for end in range(1, len(times) + 1)
+                     if cum[end] > cum[end - 1] and cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below}
+        moments: list[float] = []
+        for f in a._failed_heard.get(channel, []):
+            if f in threshold or (moments and _open_or_probing(a, channel, moments[-1], f)):
+                moments.append(f)
+        cache[channel] = moments
+    return cache[channel]
+
+
+def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: float) -> bool:
+    """Could a breaker that opened at ``opened`` still be open, or half-open with its probe out, at
+    ``at``? Open for its cool-down (a quarter and 0.25 s of slack: the target opens and probes on
+    its own clock, the record says when calls arrived); then half-open until the first call after
+    the cool-down (its probe) is answered: while that call is out, the breaker skips."""
+    cd = a.breaker_cool_down
+    if at < opened + 1.25 * cd + 0.25:
         return True
-    for end in range(lo, hi + 1):  # the window as it stood after each heard call of the cool-down
-        if cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below:
-            return True
-    return False
+    arrived = a._arrived.get(channel, [])
+    # a probe out at ``at``: a call that reached the channel after the cool-down, not yet heard of
+    lo, hi = bisect.bisect_left(arrived, opened + 0.75 * cd - 0.25), bisect.bisect_right(arrived, at + DECIDED_BEFORE)
+    if lo == hi:
+        return False  # half-open and no probe yet: the next call must go through as the probe
+    first_probe = arrived[lo]
+    # the probe's answer: an answer heard from a call that arrived then or later closes the breaker;
+    # a failure heard reopens it (an open moment itself)
+    answered = a._answered.get(channel, [])
+    j = bisect.bisect_left(answered, (first_probe, 0.0))
+    return not any(h < at - 0.25 for _, h in answered[j:bisect.bisect_right(answered, (at, float("inf")))])
+
+
+def _could_be_open(a: NotificationsAnalysis, channel: str, at: float) -> bool:
+    moments = _open_moments(a, channel)
+    i = bisect.bisect_left(moments, at)
+    return bool(i) and _open_or_probing(a, channel, moments[i - 1], at)
 
 
 def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -133,11 +149,23 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
                     chance_kind="first calls of recipients with a preference")
 
 
+def _counting_permanent(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int]:
+    """(calls, failures) in the window of a breaker that counted permanent failures as the channel's:
+    the channel's last ``breaker_window`` calls heard before ``at``, whatever they answered."""
+    times = a._all_times.get(channel, [])
+    end = bisect.bisect_left(times, at)
+    start = max(0, end - a.breaker_window)
+    cum = a._counted_cum[channel]
+    return end - start, cum[end] - cum[start]
+
+
 def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
     """A channel is skipped (breaker open) only after transient failures, never for permanent ones.
 
-    A chance: a first call made while the channel's permanent failures alone would have opened
-    a breaker that (wrongly) counted them; a skip then, with few transient failures, is the bug.
+    A chance is a first call that would show the bug if the target had it: a breaker counting
+    permanent failures too would be open (its window holds enough failures), a fair one could
+    not (too few transient failures, and nothing else excuses a skip: :func:`_excused`). Any
+    other first call could not tell the two breakers apart, and is not counted.
     """
     v = Violations()
     skips = chances = 0
@@ -147,17 +175,17 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
             continue
         preferred = r["channels"][0]
         first = cs[0]
-        # a chance: the preferred channel's recent permanent failures would open a breaker that counted them
-        _, tr, pe = _window_before(a, preferred, first["at"])
-        chances += tr < a.suspicious_below <= tr + pe
-        if preferred in {c["channel"] for c in _first_round(cs)}:
+        skipped = preferred not in {c["channel"] for c in _first_round(cs)}
+        skips += skipped
+        transient = _transient_before(a, preferred, first["at"])
+        n_counted, counted = _counting_permanent(a, preferred, first["at"])
+        if not transient < a.suspicious_below <= counted or _excused(a, preferred, first["at"]):
             continue
-        skips += 1
-        n_recent, transient, permanent = _window_before(a, preferred, first["at"])
-        if (transient < a.suspicious_below and transient + permanent >= a.suspicious_below
-                and not _excused(a, preferred, first["at"])):
-            v.add(f"{preferred} was skipped for event {key[0]!r} after {permanent} permanent and only {transient} "
-                  f"transient failures in its last {n_recent} calls: the breaker counted permanent failures",
+        chances += 1
+        if skipped:
+            v.add(f"{preferred} was skipped for event {key[0]!r} after {counted} failures in its last {n_counted} "
+                  f"calls counting permanent ones, and only {transient} transient failures in its last "
+                  f"{a.breaker_window} calls that were not permanent: the breaker counted permanent failures",
                   first)
     return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
                     chance_kind="first calls while permanent failures alone would open a breaker")

@@ -139,12 +139,18 @@ class NotificationsAnalysis:
         self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
         self._failed_heard: dict[str, list[float]] = defaultdict(list)  # when the target heard each failure
         self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
+        self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
+        self._counted_cum: dict[str, list[int]] = defaultdict(lambda: [0])  # failures, permanent ones too
         for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
             ch = c["channel"]
             if c["outcome"] in ("transient", "ack_lost") or self.unheard(c):
                 self._failed_heard[ch].append(heard(c))
             else:
                 self._answered[ch].append((c["at"], heard(c)))
+            # what a breaker that (wrongly) counted permanent failures would hold: every heard call
+            self._all_times[ch].append(heard(c))
+            self._counted_cum[ch].append(self._counted_cum[ch][-1] + (
+                c["outcome"] in ("transient", "ack_lost", "permanent") or self.unheard(c)))
             if c["outcome"] == "permanent" and not self.unheard(c):
                 self._permanent_seen[ch].append(heard(c))
                 continue  # the breaker's window holds calls that say something about the channel

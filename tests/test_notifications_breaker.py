@@ -1,0 +1,81 @@
+"""The breaker checks over a live target's record, built by hand: which skips of a preferred
+channel are the bug (a breaker that counted permanent failures), which a fair breaker excuses,
+and which first calls count as chances to tell the two apart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from peakproof.cases.notifications import NotificationsAnalysis
+from peakproof.cases.notifications.breaker import breaker_counts_only_transient, preference_respected
+from peakproof.history import OK, Op
+
+WINDOW, FAILURES, COOL_DOWN, TIMEOUT = 20, 4, 1.0, 0.5
+
+
+def recipient(rid: str, channels: list[str]) -> Op:
+    return Op("setup", "put_recipient", {"recipient_id": rid, "channels": channels}, 0, 0.0, type=OK)
+
+
+def call(at: float, channel: str, outcome: str, rid: str, event: str, latency: float = 0.02) -> dict[str, Any]:
+    return {"at": at, "channel": channel, "outcome": outcome, "recipient_id": rid, "event_id": event,
+            "idempotency_key": f"{event}/{rid}", "latency": latency}
+
+
+def analysis(calls: list[dict[str, Any]]) -> NotificationsAnalysis:
+    ops = [recipient("healthy", ["sms", "email"]), recipient("doomed", ["sms", "email"])]
+    return NotificationsAnalysis(ops, calls, breaker_window=WINDOW, breaker_min_failures=FAILURES,
+                                 answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+
+
+def a_dead_address_burst(then: str, noise: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    """SMS healthy for a window, five permanent failures for one recipient, then three more of
+    theirs whose first calls go to ``then``."""
+    calls = [call(0.1 * i, "sms", "ok", "healthy", f"h{i}") for i in range(WINDOW)]
+    calls += [call(3.0 + 0.001 * i, "sms", "permanent", "doomed", f"d{i}") for i in range(FAILURES + 1)]
+    calls += [call(3.0 + 0.001 * i + 0.03, "email", "ok", "doomed", f"d{i}") for i in range(FAILURES + 1)]
+    calls += [call(3.5 + 0.001 * i, then, "ok", "doomed", f"late{i}") for i in range(3)]
+    return calls + list(noise)
+
+
+def test_skipping_a_channel_after_permanent_failures_alone_is_the_bug() -> None:
+    r = breaker_counts_only_transient(analysis(a_dead_address_burst(then="email")))
+    assert r.valid is False and r.counts["violations"] == 3, r
+    assert "counting permanent ones" in r.first_violation and "only 0 transient" in r.first_violation
+    assert r.chances == 3  # the three late first calls, and nothing before the burst
+
+
+def test_the_same_moment_with_the_preferred_channel_called_is_a_chance_that_held() -> None:
+    r = breaker_counts_only_transient(analysis(a_dead_address_burst(then="sms")))
+    assert r.valid is True and r.chances == 3, r
+
+
+def test_a_skip_just_after_transient_failures_opened_a_fair_breaker_is_excused() -> None:
+    # four transient failures on SMS heard just before the late notifications: a fair breaker opens
+    sick = [call(3.2 + 0.01 * i, "sms", "transient", "healthy", f"t{i}") for i in range(FAILURES)]
+    a = analysis(a_dead_address_burst(then="email", noise=sick))
+    assert breaker_counts_only_transient(a).valid is not False
+    assert preference_respected(a).valid is not False
+
+
+def opened_then_probed(probe: str) -> list[dict[str, Any]]:
+    """Four transient failures open a fair SMS breaker at about 0.1 s; its probe after the
+    cool-down (at 2.0 s) answers ``probe``; then SMS carries healthy traffic, 50 calls a second
+    (the fair window soon holds no failure: only the breaker's state can excuse a skip)."""
+    calls = [call(0.1 + 0.01 * i, "sms", "transient", "healthy", f"t{i}") for i in range(FAILURES)]
+    calls += [call(2.0, "sms", probe, "healthy", "probe")]
+    return calls + [call(2.1 + 0.02 * i, "sms", "ok", "healthy", f"h{i}") for i in range(170)]
+
+
+def test_a_skip_long_after_a_fair_breaker_opened_and_its_probe_came_back_is_not_excused() -> None:
+    calls = opened_then_probed("ok") + [call(5.5, "email", "ok", "doomed", "late")]
+    r = preference_respected(analysis(calls))
+    assert r.valid is False and r.counts["violations"] == 1, r
+
+
+def test_a_skip_within_a_cool_down_of_a_failed_probe_is_excused() -> None:
+    calls = opened_then_probed("transient") + [call(3.0, "email", "ok", "doomed", "late")]
+    assert preference_respected(analysis(calls)).valid is not False
+    # the same skip once the reopened breaker's cool-down and its next probe are over
+    calls = opened_then_probed("transient") + [call(5.5, "email", "ok", "doomed", "late")]
+    assert preference_respected(analysis(calls)).valid is False
