@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from peakproof.cases.notifications import NotificationsAnalysis
-from peakproof.cases.notifications.breaker import breaker_counts_only_transient, preference_respected
+from peakproof.cases.notifications.breaker import _could_be_open, breaker_counts_only_transient, preference_respected
 from peakproof.history import OK, Op
 
 WINDOW, FAILURES, COOL_DOWN, TIMEOUT = 20, 4, 1.0, 0.5
@@ -73,9 +73,12 @@ def test_a_skip_long_after_a_fair_breaker_opened_and_its_probe_came_back_is_not_
     assert r.valid is False and r.counts["violations"] == 1, r
 
 
-def test_a_skip_within_a_cool_down_of_a_failed_probe_is_excused() -> None:
-    calls = opened_then_probed("transient") + [call(3.0, "email", "ok", "doomed", "late")]
-    assert preference_respected(analysis(calls)).valid is not False
-    # the same skip once the reopened breaker's cool-down and its next probe are over
-    calls = opened_then_probed("transient") + [call(5.5, "email", "ok", "doomed", "late")]
-    assert preference_respected(analysis(calls)).valid is False
+def test_a_failed_probe_reopens_the_breaker_for_another_cool_down_and_an_answered_one_closes_it() -> None:
+    def could_be_open(probe: str, at: float) -> bool:
+        calls = opened_then_probed(probe)[:FAILURES + 1]  # the failures and the probe, no traffic after
+        return _could_be_open(analysis(calls), "sms", at)
+
+    assert could_be_open("transient", 3.0)  # reopened at 2.02 s: open until about 3.5 s
+    assert not could_be_open("transient", 5.5)  # half-open again, and no probe out: it must let a call through
+    assert not could_be_open("ok", 3.0)  # the probe's answer closed it
+    assert could_be_open("ok", 1.0)  # within the first cool-down
