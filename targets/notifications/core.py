@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 import random
 import threading
 import uuid
@@ -192,6 +193,10 @@ class NotificationsCore:
         self._mutex = threading.RLock()  # the queue and breakers; each notification is also guarded here
         # one heap per priority class, ordered by due time: urgent is always served first
         self._queues: dict[str, list[tuple[float, int, str]]] = {p: [] for p in PRIORITIES}
+        # Rounds a full bulkhead held back, per priority and channels, in the order they were held:
+        # served first on later turns, and never scanned again while their bulkhead stays full (a
+        # backlog pushed back into the heap was re-planned on every turn, its cost growing with it).
+        self._parked: dict[str, dict[tuple[str, ...], deque[tuple[float, int, str]]]] = {p: {} for p in PRIORITIES}
         self._seq = itertools.count()
         self.in_flight: dict[str, int] = {}  # notification id -> calls outstanding
         for n in store.open_notifications():  # a restart: everything accepted and not done is due again
@@ -250,10 +255,12 @@ class NotificationsCore:
 
     def next_due(self) -> float | None:
         with self._mutex:
-            return min((q[0][0] for q in self._queues.values() if q), default=None)
+            heads = [q[0][0] for q in self._queues.values() if q]
+            heads += [w[0][0] for parked in self._parked.values() for w in parked.values() if w]
+            return min(heads, default=None)
 
     def backlog(self) -> dict[str, int]:
-        return {p: len(q) for p, q in self._queues.items()}
+        return {p: len(q) + sum(map(len, self._parked[p].values())) for p, q in self._queues.items()}
 
     def due_calls(self, now: float | None = None, limit: int = 1_000,
                   room: Callable[[list[str]], bool] | None = None,
@@ -267,39 +274,60 @@ class NotificationsCore:
         failure: Exception | None = None
         with self._mutex:
             for priority in PRIORITIES:
-                queue, held_back = self._queues[priority], []
+                queue, parked = self._queues[priority], self._parked[priority]
+                for chans in list(parked):  # first what full bulkheads held back, in the order held
+                    waiting = parked[chans]
+                    while waiting and len(calls) < limit and failure is None:
+                        item = waiting.popleft()
+                        held, failure = self._round(item, now, room, release, calls)
+                        if failure is not None:
+                            waiting.appendleft(item)
+                        elif held is not None:
+                            if held == chans:  # still full: the rest of this line waits too
+                                waiting.appendleft(item)
+                                break
+                            parked.setdefault(held, deque()).append(item)
+                    if not waiting:
+                        del parked[chans]
                 while queue and queue[0][0] <= now and len(calls) < limit and failure is None:
                     item = heapq.heappop(queue)
-                    granted: list[str] = []
-                    try:
-                        n = self.store.load(item[2])
-                        if n is None or n.status in ("delivered", "failed"):
-                            continue
-                        picked = self._plan(n, now)
-                        if picked is None:
-                            continue
-                        if room is not None and not room(picked):
-                            held_back.append(item)  # a bulkhead of this round is full; the others go on
-                            continue
-                        granted = picked
-                        built = [self._call(n, channel, now) for channel in picked]
-                        n.status = "sending"
-                        self.store.save(n)
-                    except Exception as e:  # noqa: BLE001 - kept queued, its bulkhead room given back
-                        if granted and release is not None:
-                            release(granted)
-                        held_back.append(item)
-                        failure = e
-                        continue
-                    for channel in picked:
-                        self.breakers[channel].admit(now)
-                    calls.extend(built)
-                    self.in_flight[n.notification_id] = len(picked)
-                for item in held_back:
-                    heapq.heappush(queue, item)
+                    held, failure = self._round(item, now, room, release, calls)
+                    if failure is not None:
+                        heapq.heappush(queue, item)
+                    elif held is not None:
+                        parked.setdefault(held, deque()).append(item)
         if failure is not None and not calls:
             raise failure
         return calls
+
+    def _round(self, item: tuple[float, int, str], now: float, room: Callable[[list[str]], bool] | None,
+               release: Callable[[list[str]], None] | None,
+               calls: list[Call]) -> tuple[tuple[str, ...] | None, Exception | None]:
+        """Build the next round of one due notification into ``calls``. Returns the channels whose
+        full bulkhead held it back (or None), and the exception that kept it queued (or None)."""
+        granted: list[str] = []
+        try:
+            n = self.store.load(item[2])
+            if n is None or n.status in ("delivered", "failed"):
+                return None, None
+            picked = self._plan(n, now)
+            if picked is None:
+                return None, None
+            if room is not None and not room(picked):
+                return tuple(picked), None  # a bulkhead of this round is full; the others go on
+            granted = picked
+            built = [self._call(n, channel, now) for channel in picked]
+            n.status = "sending"
+            self.store.save(n)
+        except Exception as e:  # noqa: BLE001 - kept queued, its bulkhead room given back
+            if granted and release is not None:
+                release(granted)
+            return None, e
+        for channel in picked:
+            self.breakers[channel].admit(now)
+        calls.extend(built)
+        self.in_flight[n.notification_id] = len(picked)
+        return None, None
 
     def _plan(self, n: Notification, now: float) -> list[str] | None:
         """The channel(s) of the next round, or None when the notification is finished here."""
