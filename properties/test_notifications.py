@@ -293,18 +293,25 @@ class OverHttp(SendsNotifications):
         self.the_nemesis_rests()
         channel = PREFERENCES[who][0]
         self.the_nemesis_strikes(("failures_multiplied", 0.0))
-        self.send_and_hear(who, channel, min(40, self.rules.breaker_window), "to a live address")
-        self.the_nemesis_strikes(("dead_address", (who, channel)))
-        self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
+        # Each stage must reach the channel in full: if the target skipped it meanwhile (its breaker
+        # still open from an earlier fault, or opened by its own timeouts), the moment is not clean
+        # and the step ends without the last three.
+        clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_window), "to a live address")
+        if clean:
+            self.the_nemesis_strikes(("dead_address", (who, channel)))
+            clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
+        if not clean:
+            self.the_nemesis_rests()
+            return
         time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
         for _ in range(3):
             self.send(who, False, "Hatırlatma", "to a dead address")
         time.sleep(0.3)
         self.the_nemesis_rests()
 
-    def send_and_hear(self, who: int, channel: str, n: int, body: str) -> None:
+    def send_and_hear(self, who: int, channel: str, n: int, body: str) -> bool:
         """Send ``n`` reminders to recipient ``who`` and wait (bounded) until the providers have
-        answered that many calls to them on ``channel``."""
+        answered that many calls to them on ``channel``; False if they did not in time."""
         def answered() -> int:
             rid = self.recipients[who]
             return sum(1 for c in self.providers.calls() if c.get("channel") == channel
@@ -313,8 +320,11 @@ class OverHttp(SendsNotifications):
         for _ in range(n):
             self.send(who, False, "Hatırlatma", body)
         deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
-        while answered() - before < n and time.monotonic() < deadline:
+        while answered() - before < n:
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.05)
+        return True
 
     @rule(who=st.integers(0, 2))
     def an_answer_is_lost_then_answers_return(self, who: int) -> None:

@@ -141,21 +141,38 @@ class NotificationsAnalysis:
         self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
         self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
         self._counted_cum: dict[str, list[int]] = defaultdict(lambda: [0])  # failures, permanent ones too
-        for c in sorted(channel_calls if channel_calls is not None else self.calls, key=heard):
-            ch = c["channel"]
-            if c["outcome"] in ("transient", "ack_lost") or self.unheard(c):
-                self._failed_heard[ch].append(heard(c))
+        # A call the target called again on the same channel under the same key: the target never
+        # heard its answer (it retries so only after an unknown outcome), whatever the record says.
+        # Its own timeout (a stalled process, a slow connection) is a failure to its breaker.
+        every = sorted(channel_calls if channel_calls is not None else self.calls, key=lambda c: c["at"])
+        seen_key: dict[tuple[str, str], dict[str, Any]] = {}
+        retried: set[int] = set()
+        for c in every:
+            k = (c["channel"], c.get("idempotency_key") or "")
+            if k[1] and k in seen_key and seen_key[k]["outcome"] != "permanent":
+                retried.add(id(seen_key[k]))
+            seen_key[k] = c
+
+        def lost(c: dict[str, Any]) -> bool:  # to the target: no answer heard
+            return self.unheard(c) or id(c) in retried
+
+        def heard_by_target(c: dict[str, Any]) -> float:
+            return c["at"] + answer_timeout if id(c) in retried and not self.unheard(c) else heard(c)
+
+        for c in sorted(every, key=heard_by_target):
+            ch, h = c["channel"], heard_by_target(c)
+            failed = c["outcome"] in ("transient", "ack_lost") or lost(c)
+            if failed:
+                self._failed_heard[ch].append(h)
             else:
-                self._answered[ch].append((c["at"], heard(c)))
+                self._answered[ch].append((c["at"], h))
             # what a breaker that (wrongly) counted permanent failures would hold: every heard call
-            self._all_times[ch].append(heard(c))
-            self._counted_cum[ch].append(self._counted_cum[ch][-1] + (
-                c["outcome"] in ("transient", "ack_lost", "permanent") or self.unheard(c)))
-            if c["outcome"] == "permanent" and not self.unheard(c):
-                self._permanent_seen[ch].append(heard(c))
+            self._all_times[ch].append(h)
+            self._counted_cum[ch].append(self._counted_cum[ch][-1] + (failed or c["outcome"] == "permanent"))
+            if c["outcome"] == "permanent" and not lost(c):
+                self._permanent_seen[ch].append(h)
                 continue  # the breaker's window holds calls that say something about the channel
-            self._times[ch].append(heard(c))
-            failed = c["outcome"] in ("transient", "ack_lost") or self.unheard(c)
+            self._times[ch].append(h)
             self._last_failed[ch].append(failed)
             # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
