@@ -82,3 +82,31 @@ def test_a_failed_probe_reopens_the_breaker_for_another_cool_down_and_an_answere
     assert not could_be_open("transient", 5.5)  # half-open again, and no probe out: it must let a call through
     assert not could_be_open("ok", 3.0)  # the probe's answer closed it
     assert could_be_open("ok", 1.0)  # within the first cool-down
+
+
+def lost_answers_then_a_burst(email_lost_too: bool) -> list[dict[str, Any]]:
+    """Answers lost on SMS (and on e-mail too, or not) open a fair breaker when the target gives up
+    on them at 0.5 s; SMS then carries a window of first calls of a recipient who prefers it; a dead
+    address answers five times; at 1.3 s (within the cool-down) a first call skips SMS for e-mail."""
+    channels = ["sms", "email"] if email_lost_too else ["sms"]
+    calls = [call(0.001 * i, c, "ack_lost", "healthy", f"lost-{c}{i}") for c in channels for i in range(FAILURES)]
+    calls += [call(0.8 + 0.005 * i, "sms", "ok", "healthy", f"h{i}") for i in range(WINDOW)]
+    calls += [call(1.0 + 0.001 * i, "sms", "permanent", "doomed", f"d{i}") for i in range(FAILURES + 1)]
+    calls += [call(1.03 + 0.001 * i, "email", "ok", "doomed", f"d{i}") for i in range(FAILURES + 1)]
+    return calls + [call(1.3, "email", "ok", "doomed", "late")]
+
+
+def test_first_calls_let_through_while_every_other_channel_could_be_open_prove_nothing() -> None:
+    # With every breaker it could use open, a target may call the preferred channel all the same
+    # (the reference does: a notification still gets its round); those calls do not show the SMS
+    # breaker closed, and the skip within its cool-down is excused.
+    a = analysis(lost_answers_then_a_burst(email_lost_too=True))
+    assert breaker_counts_only_transient(a).valid is not False
+    assert preference_respected(a).valid is not False
+
+
+def test_first_calls_let_through_while_another_channel_was_surely_closed_prove_the_breaker_closed() -> None:
+    # E-mail healthy all along: SMS was chosen over it, twenty times, so SMS's breaker let calls
+    # through; the window then held no transient failure, and the skip is the bug.
+    r = breaker_counts_only_transient(analysis(lost_answers_then_a_burst(email_lost_too=False)))
+    assert r.valid is False and r.counts["violations"] == 1, r

@@ -75,13 +75,14 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     return _could_be_open(a, channel, at) or _could_be_open(a, channel, at - DECIDED_BEFORE)
 
 
-def _open_moments(a: NotificationsAnalysis, channel: str) -> list[float]:
+def _open_moments(a: NotificationsAnalysis, channel: str, proof: bool = True) -> list[float]:
     """When a fair breaker on ``channel`` could have opened: a transient failure heard that brought
     its window to :attr:`suspicious_below`, or a failure heard after the cool-down of the last such
     moment while it could be probing (a failed probe reopens it). A failure while it is open
-    changes nothing (its cleared window is no fuller than the rebuilt one). Computed once."""
-    cache: dict[str, list[float]] = a.__dict__.setdefault("_open_moments", {})
-    if channel not in cache:
+    changes nothing (its cleared window is no fuller than the rebuilt one). ``proof=False``: without
+    taking first calls let through as proof it had closed (a superset). Computed once."""
+    cache: dict[tuple[str, bool], list[float]] = a.__dict__.setdefault("_open_moments", {})
+    if (channel, proof) not in cache:
         times, cum = a._times.get(channel, []), a._transient_cum[channel]
         threshold = {times[end - 1] for end in range(1, len(times) + 1)
                      if cum[end] > cum[end - 1] and cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below}
@@ -89,24 +90,26 @@ def _open_moments(a: NotificationsAnalysis, channel: str) -> list[float]:
         probe_from = 0.75 * a.breaker_cool_down - 0.25  # after the cool-down (slack as below): a probe's failure
         for f in a._failed_heard.get(channel, []):
             if f in threshold or (moments and f - moments[-1] >= probe_from
-                                  and _open_or_probing(a, channel, moments[-1], f)):
+                                  and _open_or_probing(a, channel, moments[-1], f, proof)):
                 moments.append(f)
-        cache[channel] = moments
-    return cache[channel]
+        cache[(channel, proof)] = moments
+    return cache[(channel, proof)]
 
 
-def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: float) -> bool:
+def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: float, proof: bool = True) -> bool:
     """Could a breaker that opened at ``opened`` still be open, or half-open with its probe out, at
     ``at``? Open for its cool-down (a quarter and 0.25 s of slack: the target opens and probes on
     its own clock, the record says when calls arrived); then half-open until the first call after
     the cool-down (its probe) is answered: while that call is out, the breaker skips. Never once
-    two first calls went to the channel as their recipient's preferred one after it opened."""
+    two first calls went to the channel as their recipient's preferred one after it opened, while
+    the target had a channel it could have called instead (unless ``proof`` is False)."""
     cd = a.breaker_cool_down
     # Let through since: two first calls to the channel as the preferred one, decided after it opened
     # (an open breaker lets none through, a probing one one): it was closed again by then.
-    let_through = _preferred_first_calls(a, channel)
-    if bisect.bisect_left(let_through, at) - bisect.bisect_right(let_through, opened + DECIDED_BEFORE) >= 2:
-        return False
+    if proof:
+        let_through = _preferred_first_calls(a, channel)
+        if bisect.bisect_left(let_through, at) - bisect.bisect_right(let_through, opened + DECIDED_BEFORE) >= 2:
+            return False
     if at < opened + 1.25 * cd + 0.25:
         return True
     arrived = a._arrived.get(channel, [])
@@ -123,23 +126,31 @@ def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: 
 
 
 def _preferred_first_calls(a: NotificationsAnalysis, channel: str) -> list[float]:
-    """When first calls went to ``channel`` as their recipient's preferred channel (sorted)."""
+    """When first calls went to ``channel`` as their recipient's preferred channel while another of
+    the recipient's channels was surely closed (sorted): a breaker that let such a call through was
+    not open. With every channel it could use possibly open, a target may call the preferred one
+    all the same (a notification still gets its round): no proof of anything."""
     cache: dict[str, list[float]] = a.__dict__.setdefault("_preferred_firsts", {})
     if not cache:
         for key, cs in a.calls_by_key.items():
             r = a.recipients.get(key[1])
-            if r is not None and cs and r["channels"] and cs[0]["channel"] == r["channels"][0]:
-                cache.setdefault(cs[0]["channel"], []).append(cs[0]["at"])
+            if r is None or not cs or not r["channels"] or cs[0]["channel"] != r["channels"][0]:
+                continue
+            at, preferred = cs[0]["at"], cs[0]["channel"]
+            others = {c for c in [*r["channels"], *_addressed(r)] if c != preferred and c in pv.CHANNELS}
+            if any(not _could_be_open(a, c, at, proof=False) and not _could_be_open(a, c, at - DECIDED_BEFORE, proof=False)
+                   for c in others):
+                cache.setdefault(preferred, []).append(at)
         for times in cache.values():
             times.sort()
         cache.setdefault("", [])  # computed, even when no first call went to a preferred channel
     return cache.get(channel, [])
 
 
-def _could_be_open(a: NotificationsAnalysis, channel: str, at: float) -> bool:
-    moments = _open_moments(a, channel)
+def _could_be_open(a: NotificationsAnalysis, channel: str, at: float, proof: bool = True) -> bool:
+    moments = _open_moments(a, channel, proof)
     i = bisect.bisect_left(moments, at)
-    return bool(i) and _open_or_probing(a, channel, moments[i - 1], at)
+    return bool(i) and _open_or_probing(a, channel, moments[i - 1], at, proof)
 
 
 def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
