@@ -188,10 +188,20 @@ class Violations:
 EXERCISED: dict[str, int] = {}
 
 
+# The same for judgements made while a test in properties/ runs (the pytest plugin sets
+# IN_PROPERTY): name -> (most chances, what a chance is). A check judged there with no chance over
+# the whole session was not tested, and the property run says so with its own exit code.
+PROPERTY_CHANCES: dict[str, tuple[int, str]] = {}
+IN_PROPERTY = [False]
+
+
 def record_chances(results: Iterable[CheckResult]) -> None:
     for r in results:
         if r.chances is not None:
             EXERCISED[r.name] = max(EXERCISED.get(r.name, 0), r.chances)
+            if IN_PROPERTY[0]:
+                seen = PROPERTY_CHANCES.get(r.name, (0, r.chance_kind))[0]
+                PROPERTY_CHANCES[r.name] = (max(seen, r.chances), r.chance_kind)
 
 
 def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Iterable[str] = ()) -> None:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
 from .cases import all_cases, get_case
-from .checks import EXERCISED
+from . import checks as _checks
+from .checks import EXERCISED, PROPERTY_CHANCES
 from .driver import build_driver
 from .history import History
 from .launch import ServedTarget
@@ -67,6 +69,12 @@ class Target:
     @property
     def without(self) -> tuple[str, ...]:
         return self.spec.without if self.spec else ()
+
+    def server_errors(self, ops: Any) -> Any:
+        """``no_server_errors`` over ``ops`` (the run's ``--slo errors:rate<=N%``, else none allowed)."""
+        from .slo import no_server_errors, properties_error_budget
+
+        return no_server_errors(ops, properties_error_budget(self.spec.slo if self.spec else ()))
 
     def offers(self, driver: Any, capability: str) -> bool:
         """Does ``driver`` offer the case's ``capability`` (and the user did not disown it)?"""
@@ -250,7 +258,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
                       chances: dict[str, int], lacking: dict[str, str] | None = None,
-                      waived: list[str] | None = None, off_contract: list[str] | None = None) -> StageResult:
+                      waived: list[str] | None = None, off_contract: list[str] | None = None,
+                      not_exercised: list[str] | None = None) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
     PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
     ran, a capability the properties needed was missing, the target spoke another API, or pytest
@@ -260,10 +269,10 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
             "waived": list(waived or [])}
     if counts["failed"]:
         return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
-    if off_contract or lacking:
+    if off_contract or lacking or not_exercised:
         return StageResult("properties", "INCONCLUSIVE", list(dict.fromkeys(off_contract or []))
-                           + [f"properties skipped: {why}" for why in (lacking or {}).values()], detail=detail,
-                           data=data)
+                           + [f"properties skipped: {why}" for why in (lacking or {}).values()]
+                           + list(not_exercised or []), detail=detail, data=data)
     if exitstatus == 0 and counts["passed"]:
         return StageResult("properties", "PASS", [f"waived: {w}" for w in waived or []], detail=detail, data=data)
     why = ("no property ran against the target (all skipped or none collected)" if exitstatus in (0, 5)
@@ -273,14 +282,44 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
                        data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
 
 
+NOT_EXERCISED_EXIT = 6  # pytest's own codes are 0-5: "every test passed, but a check never had a chance"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    # judgements made by the tests in properties/ count for "did the property run test it"
+    _checks.IN_PROPERTY[0] = Path(str(item.path)).parent.name == "properties"
+    try:
+        yield
+    finally:
+        _checks.IN_PROPERTY[0] = False
+
+
+def not_exercised(config: pytest.Config) -> list[str]:
+    """A sentence per check the properties judged with no chance to fail over the whole session
+    (not waived, not left to a capability the target lacks): the run could not have caught its bug."""
+    waived = _waived_checks(config)
+    lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in LACKING
+               for check in cap.checks}
+    return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
+            f"in any history it judged): this run could not have caught its bug; a longer run "
+            f"(HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one, "
+            f"--without waives it"
+            for name, (n, kind) in sorted(PROPERTY_CHANCES.items())
+            if not n and name not in waived and name not in lacking]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
+    untested = not_exercised(config)
+    if untested and int(exitstatus) == 0:
+        session.exitstatus = NOT_EXERCISED_EXIT
     out = config.getoption("--result", None)
     if not out and config.getoption("--spec", None):
         out = RunSpec.load(config.getoption("--spec")).result
     if out:
         properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure, dict(EXERCISED),
-                          _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT).dump(out)
+                          _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested).dump(out)
 
 
 def _waived_checks(config: pytest.Config) -> dict[str, str]:
@@ -322,6 +361,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for cap in sorted(set(waived.values())):
         tr.write_line(f"  waived: {cap} (--without {cap}): "
                       + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
+    untested = not_exercised(config)
+    if untested:
+        tr.section(f"peakproof: checks the properties never gave a chance to fail (exit {NOT_EXERCISED_EXIT})")
+        for line in untested:
+            tr.write_line(f"  {line}")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -136,6 +136,70 @@ def is_error(op: Op) -> bool:
     return op.type == "info" or (op.type == "fail" and op.value == "connection_refused")
 
 
+def no_server_errors(ops: Iterable[Op], limit: float = 0.0) -> CheckResult:
+    """The properties' error budget: every request got an answer the contract allows.
+
+    The load's rule (:class:`ErrorBudget`: per operation kind, the share of completions that were
+    errors, a 5xx, a timeout, a reset or an off-contract answer) with the properties' default of
+    none allowed: a property asks for little, so one error is a finding, named with its request
+    and its answer. Refusals the contract allows (4xx, 503 busy) are answers. A timeout or a reset
+    while a fault the run injected was in force (a nemesis window of the history) is excused:
+    the fault, not the target; any other error is not, whatever was in force.
+    """
+    from .nemesis import NEMESIS, windows
+
+    ops = list(ops)
+    faults = [(w["start"], math.inf if w["end"] is None else w["end"], w["fault"]) for w in windows(ops)]
+    by_kind: dict[str, list[int]] = {}
+    errors: list[Op] = []
+    excused: dict[str, int] = {}
+    for op in ops:
+        if not op.done or op.process in (SIDE, NEMESIS):
+            continue
+        row = by_kind.setdefault(op.f, [0, 0])
+        row[0] += 1
+        if not is_error(op):
+            continue
+        if op.value in ("timeout", "reset"):
+            during = next((f for lo, hi, f in faults if op.invoke_time <= hi and op.complete_time >= lo), None)
+            if during is not None:
+                excused[during] = excused.get(during, 0) + 1
+                continue
+        row[1] += 1
+        errors.append(op)
+    total = sum(r[0] for r in by_kind.values())
+    counts: dict[str, object] = {"requests": total, "errors": len(errors)}
+    if excused:
+        counts["excused_during_faults"] = dict(sorted(excused.items()))
+    name = "no_server_errors"
+    if not total:
+        return CheckResult(name, "unknown", counts, note="no request completed", chances=0,
+                           chance_kind="requests", limit=Measure(limit, "share", "<="))
+    over = [(f, r[1] / r[0]) for f, r in by_kind.items() if r[0] and r[1] / r[0] > limit]
+    if not over:
+        return CheckResult(name, True, counts, chances=total, chance_kind="requests",
+                           actual=Measure(round(max(r[1] / r[0] for r in by_kind.values() if r[0]), 6), "share"),
+                           limit=Measure(limit, "share", "<="))
+    kind, share = max(over, key=lambda x: x[1])
+    first = next(op for op in errors if op.f == kind)
+    args = ", ".join(f"{k}={v!r}" for k, v in first.args.items())
+    text = (f"{first.f}({args}) answered {first.value}: {first.error or 'no detail'}"[:600]
+            + f". Actual {share:.2%} of {by_kind[kind][0]:,} {kind} requests ended in an error "
+              f"({by_kind[kind][1]:,}) / Limit {limit:.2%}: a 5xx, a timeout, a reset or an off-contract answer "
+              f"to a request the contract says must succeed (--slo errors:rate<=N% sets the budget)")
+    return CheckResult(name, False, {**counts, "worst_kind": kind}, text, errors[:5], chances=total,
+                       chance_kind="requests", actual=Measure(round(share, 6), "share"),
+                       limit=Measure(limit, "share", "<="))
+
+
+def properties_error_budget(slo: Iterable[str]) -> float:
+    """The error budget a property run judges by: the one ``--slo`` gives, else none allowed."""
+    for t in parse_thresholds(slo):
+        if isinstance(t, ErrorBudget):
+            return t.limit
+    return 0.0
+
+
 class Latencies:
     """Latencies recorded once: the SLO judge, the charts and the report all read their
     statistics from this one structure, by the one rule of :func:`statistic`.

@@ -35,17 +35,21 @@ TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 
 
 def read_all_and_judge(d: Any, ids: Iterable[str], prefix: str = "", rules: DeliveryRules = DeliveryRules(),
-                       providers: Providers | None = None, **options: Any) -> None:
+                       providers: Providers | None = None, target: Target | None = None,
+                       leave_out: tuple[str, ...] = (), **options: Any) -> None:
     """Read every notification (their statuses join the history), *then* the providers' record
     (read first, a delivery between the two would look missing), and judge. ``prefix``: this
     run's ids, when the providers served other runs too (every call still counts for the
-    breakers). The delivery ratio is left out: a ratio is for a load, not for adversarial answers."""
+    breakers). The delivery ratio is left out: a ratio is for a load, not for adversarial answers.
+    With ``target``, its requests are judged too (``no_server_errors``). ``leave_out``: checks this
+    machine cannot give a chance (not judged, so not claimed)."""
     for nid in ids:
         d.get_notification(nid, process="reader")
     everything = d.provider_calls() if providers is None else provider_record(d, providers.base, d.history)
     mine = [c for c in everything if c["recipient_id"].startswith(prefix)] if prefix else everything
-    assert_checks(r for r in check_notifications(d.history, mine, channel_calls=everything, rules=rules, **options)
-                  if r.name != "delivery_ratio_at_least")
+    served = [target.server_errors(d.history.ops)] if target is not None else []
+    assert_checks([*(r for r in check_notifications(d.history, mine, channel_calls=everything, rules=rules, **options)
+                     if r.name != "delivery_ratio_at_least" and r.name not in leave_out), *served])
 
 
 class SendsNotifications(RuleBasedStateMachine):
@@ -105,10 +109,25 @@ class SendsNotifications(RuleBasedStateMachine):
     def replay_it(self, key: tuple[str, str]) -> None:
         self.replay(key)
 
+    @rule(target=events, key=events, who=st.integers(0, 2))
+    def the_same_event_to_another_recipient(self, key: tuple[str, str], who: int) -> tuple[str, str]:
+        """A broadcast: one event, one more recipient; a notification of its own (deduplication is per
+        event *and* recipient: answers_belong_to_who_asked gets its chance)."""
+        rid = self.recipients[who]
+        if (key[0], rid) in self.ids:
+            return key[0], rid
+        op = self.d.notify(key[0], rid, "reminder", "Duyuru", "one event, many recipients")
+        self.expect(op.type == OK, f"a valid request must be accepted. Actual: {op!r}")
+        self.ids[(key[0], rid)] = op.value["notification_id"]
+        return key[0], rid
+
     def replay(self, key: tuple[str, str]) -> None:
         op = self.d.notify(key[0], key[1], "urgent", "again", "again")
         self.expect(op.type == OK and op.value["notification_id"] == self.ids[key],
                     f"a replay of (event, recipient) must return the same notification. Actual: {op!r}")
+
+
+IN_PROCESS_UNCLAIMED = ("urgent_overtakes_reminder_backlog", "breaker_counts_only_transient")
 
 
 class NotificationsMachine(SendsNotifications):
@@ -152,7 +171,11 @@ class NotificationsMachine(SendsNotifications):
     @invariant()
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):  # virtual time: a lost answer is given up on at once
-            read_all_and_judge(self.d, self.ids.values(), rules=IN_VIRTUAL_TIME, answer_latency=0.0)
+            # Not claimed here: a backlog needs delivery to saturate and the breaker check a dead address
+            # meeting a burst, neither of which this machine's steps build (the URL properties with the
+            # nemesis do, and tests/test_notifications_breaker.py; the load gives both their chances)
+            read_all_and_judge(self.d, self.ids.values(), rules=IN_VIRTUAL_TIME, target=self.target,
+                               leave_out=IN_PROCESS_UNCLAIMED, answer_latency=0.0)
 
     def teardown(self) -> None:
         if hasattr(self, "d"):
@@ -372,7 +395,7 @@ class OverHttp(SendsNotifications):
     @invariant()
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers)
+            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
 
     def teardown(self) -> None:
         """Let every cascade finish (bounded), then judge once more: a retry after a lost answer, a
@@ -386,7 +409,7 @@ class OverHttp(SendsNotifications):
                 break
             time.sleep(0.2)
         try:
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers)
+            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
         finally:
             if self.faults:
                 self.providers.config()  # the next example starts from the default model anyway; be tidy
@@ -459,7 +482,7 @@ def test_each_notification_stays_within_its_budget_and_status_only_moves_forward
                     assert len(op.value["attempts"]) <= 3, op
                 a = NotificationsAnalysis(self.d.history, self.d.provider_calls())
                 assert_checks(r for r in check_notifications(a.ops, a.calls, rules=IN_VIRTUAL_TIME, answer_latency=0.0)
-                              if r.name != "delivery_ratio_at_least")
+                              if r.name != "delivery_ratio_at_least" and r.name not in IN_PROCESS_UNCLAIMED)
             super().teardown()
 
     run_state_machine_as_test(Finishing)

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from hypothesis import Phase, given, note, settings
+from hypothesis import Phase, example, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
@@ -88,6 +88,7 @@ class TicketsMachine(RuleBasedStateMachine):
         self.ids: dict[tuple[str, str], str] = {}
         self.qty: dict[tuple[str, str], int] = {}
         self.expires: dict[tuple[str, str], float] = {}
+        self.reserved_at: dict[tuple[str, str], float] = {}  # when the answer came (the driver's clock)
         op = self.d.put_quota(self.quota, capacity, hold_seconds(self.target))
         assert op.type == OK, f"could not set up the quota: {op!r}"
 
@@ -102,6 +103,15 @@ class TicketsMachine(RuleBasedStateMachine):
     @rule(key=keys)
     def replay_the_same_request(self, key: tuple[str, str]) -> None:
         self._remember(key, self.d.reserve(self.quota, key[0], self.qty[key], key[1], process=key[0]))
+
+    @rule(target=keys, key=keys, buyer=st.sampled_from(BUYERS))
+    def another_buyer_sends_the_same_request_id(self, key: tuple[str, str], buyer: str) -> tuple[str, str]:
+        # two buyers' apps that number their requests alike: each gets a reservation of its own
+        # (answers_belong_to_who_asked gets its chance; the key is buyer and request id together)
+        mine = (buyer, key[1])
+        self.qty.setdefault(mine, self.qty[key])
+        self._remember(mine, self.d.reserve(self.quota, buyer, self.qty[mine], key[1], process=buyer))
+        return mine
 
     @rule(key=keys, more=st.integers(1, 2))
     def reuse_a_request_id_for_another_quantity(self, key: tuple[str, str], more: int) -> None:
@@ -130,6 +140,21 @@ class TicketsMachine(RuleBasedStateMachine):
         self.d.confirm(self.ids[key], process=key[0])
 
     @rule(key=keys)
+    def pay_while_the_hold_still_stands(self, key: tuple[str, str]) -> None:
+        # well inside the window the target announced (60% of the way to its expiry, less the clock
+        # slack): the hold must still be there (hold_honoured_until_it_expires gets its chance; a
+        # server that releases holds at a quarter of their window refuses this one)
+        if key not in self.ids or key not in self.expires or key not in self.reserved_at:
+            return
+        start, end = self.reserved_at[key], self.expires[key] - tolerance_of(self.d).skew
+        wait = start + 0.6 * (end - start) - self.d.now()
+        if wait > 2 * hold_seconds(self.target) + 0.5 and not self.target.in_process:
+            return  # over a URL time is real: no long waits
+        if wait > 0:
+            self.d.advance(wait)
+        self.d.confirm(self.ids[key], process=key[0])
+
+    @rule(key=keys)
     def cancel(self, key: tuple[str, str]) -> None:
         if key in self.ids:
             self.d.cancel(self.ids[key], process=key[0])
@@ -149,11 +174,12 @@ class TicketsMachine(RuleBasedStateMachine):
         if not hasattr(self, "d"):
             return
         self.d.read_quota(self.quota, process="reader")
-        assert_checks(check_tickets(self.d.history, tolerance_of(self.d)))
+        assert_checks([*check_tickets(self.d.history, tolerance_of(self.d)), self.target.server_errors(self.d.history.ops)])
 
     def _remember(self, key: tuple[str, str], op: object) -> None:
         if getattr(op, "type", None) == OK:
             self.ids.setdefault(key, op.value["reservation_id"])  # type: ignore[attr-defined]
+            self.reserved_at.setdefault(key, self.d.now())
             expires = op.value.get("expires_at")  # type: ignore[attr-defined]
             if isinstance(expires, (int, float)):
                 self.expires.setdefault(key, float(expires))
@@ -202,7 +228,7 @@ def test_a_concurrent_burst_around_sell_out_neither_oversells_nor_refuses_valid_
     requests_n = 3_000 if tickets_target.in_process else 4_000
     quota_id, history = concurrent_burst(shared_target(tickets_target), capacity=400, requests=requests_n, threads=16,
                                          hold_seconds=600.0, deadline_seconds=120.0)
-    results = check_tickets(history, tolerance_of(tickets_target.new_driver()))
+    results = [*check_tickets(history, tolerance_of(tickets_target.new_driver())), tickets_target.server_errors(history.ops)]
     counts = history.counts()
     assert counts["invoke"] == 0, "every request must complete (ok, fail or info)"
     assert counts["ok"] > 0, f"no reservation succeeded against {tickets_target.describe()}: {counts}"
@@ -340,15 +366,62 @@ def _assert_stock_untouched(url: str, quota: str, session: requests.Session) -> 
     assert (q["available"], q["held"], q["sold"]) == (10, 0, 0), f"a refused request changed stock: {q}"
 
 
+def _reservation(quantity: Any, buyer_id: Any = "b", request_id: Any = "r") -> bytes:
+    return json.dumps({"buyer_id": buyer_id, "quantity": quantity, "request_id": request_id}).encode()
+
+
 @pytest.mark.http  # tickets_url: --target-url, or the reference server started on 127.0.0.1
 @given(body=malformed_reservation_bodies())
+# the contract's bounds, every run (a draw may miss them): a quantity of 0 or -1 that a server takes
+# is a "reservation" that adds stock; 11 is one past the most a request may hold
+@example(body=_reservation(0)).via("the contract's bound")
+@example(body=_reservation(-1)).via("the contract's bound")
+@example(body=_reservation(11)).via("the contract's bound")
+@example(body=_reservation(1, buyer_id="")).via("the contract's bound")
+@example(body=_reservation(1, request_id="r" * 201)).via("the contract's bound")
 def test_malformed_reservations_are_refused_with_a_4xx_and_change_no_stock(
         tickets_url: str, robust_quota: tuple[str, requests.Session], body: bytes) -> None:
     quota, session = robust_quota
     resp = session.post(f"{tickets_url}/quotas/{quota}/reservations", data=body,
                         headers={"Content-Type": "application/json"}, timeout=5)
-    _assert_contract_error(resp, f"POST reservations with body {body[:120]!r}")
+    _assert_contract_error(resp, f"invalid_requests_refused: POST reservations with body {body[:120]!r}")
     _assert_stock_untouched(tickets_url, quota, session)
+
+
+_contract_id = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=200)
+
+
+@pytest.fixture(scope="module")
+def roomy_quota(tickets_url: str, robust_quota: tuple[str, requests.Session],
+                request: pytest.FixtureRequest) -> str:
+    quota = f"roomy-{uuid.uuid4().hex[:10]}"
+    driver = Target("tickets", tickets_url, admin_token=request.config.getoption("--admin-token")).new_driver()
+    op = driver.put_quota(quota, 1_000_000, 600)
+    assert op.type == OK, f"could not set up a quota on {tickets_url}: {op!r}"
+    return quota
+
+
+@pytest.mark.http
+@given(buyer_id=_contract_id, quantity=st.integers(1, 10), request_id=_contract_id)
+# the other side of the bounds: the fewest and the most a request may hold, ids of 1 and 200 characters
+@example(buyer_id="b", quantity=1, request_id="r").via("the contract's bound")
+@example(buyer_id="b" * 200, quantity=10, request_id="r" * 200).via("the contract's bound")
+@example(buyer_id="Ayşe Gül 🎫", quantity=10, request_id="İstanbul/ödeme?#1").via("the contract's bound")
+def test_every_reservation_the_contract_allows_is_granted_to_who_asked(
+        tickets_url: str, robust_quota: tuple[str, requests.Session], roomy_quota: str,
+        buyer_id: str, quantity: int, request_id: str) -> None:
+    _, session = robust_quota
+    body = {"buyer_id": buyer_id, "quantity": quantity, "request_id": f"{uuid.uuid4().hex[:8]}{request_id}"[:200]}
+    resp = session.post(f"{tickets_url}/quotas/{roomy_quota}/reservations", json=body, timeout=5)
+    assert resp.status_code in (200, 201), (
+        f"valid_requests_accepted: a request the contract allows (quantity 1-10, ids of 1-200 characters) "
+        f"on a quota with stock to spare must be granted. Actual: HTTP {resp.status_code} {resp.text[:300]!r} "
+        f"for body {json.dumps(body)[:300]}")
+    doc = resp.json()
+    asked = (roomy_quota, buyer_id, quantity)
+    got = (doc.get("quota_id"), doc.get("buyer_id"), doc.get("quantity"))
+    assert got == asked, (f"answers_belong_to_who_asked: a reservation's answer must be about the quota, buyer "
+                          f"and quantity that asked. Asked {asked!r}; the answer says {got!r}")
 
 
 @pytest.mark.http

@@ -196,3 +196,26 @@ def test_a_round_that_fails_to_be_built_gives_its_room_back_and_stays_queued() -
     core.store.save = save
     calls = core.due_calls(room=room, release=release)
     assert [(c.channel, c.call_no) for c in calls] == [("push", 1)] and taken["push"] == 1  # no phantom attempt
+
+
+def test_one_event_to_two_recipients_gets_two_notifications_each_about_its_recipient() -> None:
+    from peakproof.cases.notifications.checks import answers_belong_to_who_asked
+
+    d = InProcessNotifications()
+    for rid, phone in (("ayse", "+90 555 301 60 01"), ("mehmet", "+905553016002")):
+        d.put_recipient(rid, ["sms"], {"phone": phone})
+    one, two = d.notify("ev1", "ayse", "urgent", "Duyuru", "x"), d.notify("ev1", "mehmet", "urgent", "Duyuru", "x")
+    d.advance(5)
+    assert one.value["notification_id"] != two.value["notification_id"]
+    a = NotificationsAnalysis(d.history, d.provider_calls())
+    r = answers_belong_to_who_asked(a)
+    assert r.valid is True and r.chances == 4, r.summary()  # two answers, two calls to known addresses
+    # a call for ayşe that went to mehmet's phone
+    calls = [{**c, "to": "+905553016002"} if c["recipient_id"] == "ayse" else c for c in d.provider_calls()]
+    r = answers_belong_to_who_asked(NotificationsAnalysis(d.history, calls))
+    assert r.valid is False and "not one of that recipient's addresses" in r.first_violation
+    # a service deduplicating on the event alone answers mehmet with ayşe's notification
+    d.history.invoke(0, "notify", {"event_id": "ev1", "recipient_id": "mehmet"})
+    d.history.complete(d.history.ops[-1], "ok", {**one.value})
+    r = answers_belong_to_who_asked(NotificationsAnalysis(d.history, d.provider_calls()))
+    assert r.valid is False and "recipient_id asked 'mehmet', answered 'ayse'" in r.first_violation

@@ -325,3 +325,59 @@ def test_decisions_are_unknown_when_every_one_fell_in_a_faults_window() -> None:
     decided(h, 12, 0.05, "a")
     r = decisions_within_100ms_outside_faults(h.history, WINDOWS, drain=2.0)
     assert r.valid == "unknown" and r.counts == {"decisions": 0}
+
+
+# -- answers belong to who asked; a hold lasts until its announced expiry ---------------------------
+
+
+def test_a_second_buyer_handed_the_first_buyers_reservation_is_caught_whatever_the_answer_says() -> None:
+    from peakproof.cases.tickets import answers_belong_to_who_asked
+
+    h = opened(4)
+    h.ok("reserve", res_args("ayse", rid="req-1"), {**res_value("r1"), "buyer_id": "ayse", "quota_id": "q"})
+    # a server keying on the request id alone: mehmet's req-1 answers with ayşe's reservation
+    h.ok("reserve", res_args("mehmet", rid="req-1"), {**res_value("r1"), "buyer_id": "ayse", "quota_id": "q"})
+    r = answers_belong_to_who_asked(TicketsAnalysis(h.history, EXACT))
+    assert r.valid is False and r.chances == 2 and r.counts["request_ids_shared_by_buyers"] == 1
+    assert "buyer_id asked 'mehmet', answered 'ayse'" in r.first_violation
+    # the same leak, with the answer rewritten to the asker's name: one reservation, two keys
+    h = opened(4)
+    h.ok("reserve", res_args("ayse", rid="req-1"), {**res_value("r1"), "buyer_id": "ayse"})
+    h.ok("reserve", res_args("mehmet", rid="req-1"), {**res_value("r1"), "buyer_id": "mehmet"})
+    r = answers_belong_to_who_asked(TicketsAnalysis(h.history, EXACT))
+    assert r.valid is False and "handed to 2 requests" in r.first_violation
+
+
+def test_two_buyers_sharing_a_request_id_each_with_their_own_reservation_keep_the_promise() -> None:
+    from peakproof.cases.tickets import answers_belong_to_who_asked
+
+    h = opened(4)
+    h.ok("reserve", res_args("ayse", rid="req-1"), {**res_value("r1"), "buyer_id": "ayse", "quota_id": "q"})
+    h.ok("reserve", res_args("mehmet", rid="req-1"), {**res_value("r2"), "buyer_id": "mehmet", "quota_id": "q"})
+    h.ok("confirm", {"reservation_id": "r2"}, {**res_value("r2", status="sold")})
+    r = answers_belong_to_who_asked(TicketsAnalysis(h.history, EXACT))
+    assert r.valid is True and r.chances == 3
+
+
+def test_a_confirm_in_time_refused_as_expired_breaks_the_announced_hold() -> None:
+    from peakproof.cases.tickets import hold_honoured_until_it_expires
+
+    h = opened(2, hold=120.0)
+    h.at(0.0).ok("reserve", res_args("a"), res_value("r1", expires=120.0))
+    h.at(30.0).fail("confirm", {"reservation_id": "r1"}, "expired")  # a quarter of the window in
+    r = hold_honoured_until_it_expires(TicketsAnalysis(h.history, EXACT))
+    assert r.valid is False and r.chances == 1 and "90.000 s early" in r.first_violation
+
+
+def test_a_confirm_after_the_announced_expiry_or_after_a_cancel_may_be_refused() -> None:
+    from peakproof.cases.tickets import hold_honoured_until_it_expires
+
+    h = opened(2, hold=120.0)
+    h.at(0.0).ok("reserve", res_args("a"), res_value("r1", expires=120.0))
+    h.at(0.0).ok("reserve", res_args("b"), res_value("r2", expires=120.0))
+    h.at(10.0).ok("confirm", {"reservation_id": "r1"}, res_value("r1", status="sold"))  # in time: a chance, held
+    h.at(121.0).fail("confirm", {"reservation_id": "r2"}, "expired")  # after it: the target's right
+    h.at(20.0).ok("cancel", {"reservation_id": "r1"}, res_value("r1", status="cancelled"))
+    h.at(21.0).fail("confirm", {"reservation_id": "r1"}, "expired")  # after a cancel: not the hold's promise
+    r = hold_honoured_until_it_expires(TicketsAnalysis(h.history, EXACT))
+    assert r.valid is True and r.chances == 1, r.summary()

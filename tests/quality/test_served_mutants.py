@@ -92,6 +92,47 @@ def test_a_tickets_target_answering_500_to_every_reservation_fails_on_its_error_
     assert result(doc, "no_oversell")["valid"] != True  # noqa: E712 - unknown or False, never a pass
 
 
+def test_a_tickets_target_answering_500_to_some_granted_holds_fails_the_url_properties() -> None:
+    # the load's error budget caught this one; now the properties do too (CI runs them), by name
+    with served("tickets-500-on-some-granted-holds") as t:
+        code, out = properties_against(t.url, "tickets")
+    assert code == 1 and "no_server_errors: FAIL" in out, out[-3000:]
+    assert "reserve(" in out and "answered database_unavailable: HTTP 500" in out, out[-3000:]
+
+
+@pytest.mark.parametrize("mutant, caught_by, says", [
+    ("tickets-keys-on-request-id-alone", "answers_belong_to_who_asked", "answered about another request"),
+    ("tickets-releases-holds-early", "hold_honoured_until_it_expires", "refused as expired"),
+])
+def test_a_tickets_target_breaking_a_promise_of_issue_23_fails_the_url_properties(mutant: str, caught_by: str,
+                                                                                   says: str) -> None:
+    # the load gives both checks their chances too (README); the properties are what CI runs
+    with served(mutant) as t:
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
+    assert code == 1 and f"{caught_by}: FAIL" in out and says in out, out[-3000:]
+    print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if "first violation" in line)[:300])
+
+
+BOUNDS = ("-k", "malformed or allows")  # the two properties of the contract's bounds
+
+
+@pytest.mark.parametrize("mutant, rule", [
+    ("tickets-accepts-nonpositive-quantity", "invalid_requests_refused"),
+    ("tickets-refuses-long-buyer-ids", "valid_requests_accepted"),
+])
+def test_a_tickets_target_off_the_contracts_bounds_fails_the_url_properties(mutant: str, rule: str) -> None:
+    with served(mutant) as t:
+        code, out = properties_against(t.url, "tickets", *BOUNDS)
+    assert code == 1 and f"{rule}:" in out, out[-3000:]
+    print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if f"{rule}:" in line)[:300])
+
+
+def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http() -> None:
+    with ServedTarget("tickets") as t:
+        code, out = properties_against(t.url, "tickets", *BOUNDS)
+    assert code == 0 and "2 passed" in out, out[-3000:]
+
+
 @pytest.mark.parametrize("mutant, caught_by", [
     ("feed-ignores-unfollows", "unfollowed_authors_never_shown"),
     ("feed-skips-a-post-at-each-page-boundary", "pages_do_not_skip_or_repeat"),
@@ -143,7 +184,7 @@ def notifications_properties(mutant: str | None) -> tuple[int, str]:
         return properties_against(t.url, "notifications", "--provider-url", providers.base, *NOTIFICATIONS_RULES)
 
 
-# The eight service bugs of issue 12, each caught by the URL properties alone (ci profile).
+# The service bugs of issues 12 and 23, each caught by the URL properties alone (ci profile).
 @pytest.mark.parametrize("mutant, caught_by", [
     ("notifications-resends-replays", "one_delivery_per_event"),
     ("notifications-ignores-preference", "preference_respected"),
@@ -153,6 +194,7 @@ def notifications_properties(mutant: str | None) -> tuple[int, str]:
     ("notifications-breaker-counts-permanent", "breaker_counts_only_transient"),
     ("notifications-budget-of-six", "attempt_budget_respected"),
     ("notifications-one-fifo", "urgent_overtakes_reminder_backlog"),
+    ("notifications-dedups-on-event-alone", "answers_belong_to_who_asked"),
 ])
 def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(mutant: str,
                                                                                       caught_by: str) -> None:

@@ -40,6 +40,71 @@ def tickets_500_on_every_reservation() -> None:
     _break_responses(lambda method, path: method == "POST" and path.endswith("/reservations"))
 
 
+def tickets_accepts_nonpositive_quantity() -> None:
+    """A quantity of 0 or less passes validation: a "reservation" of -1 adds a unit to the stock."""
+    from targets.tickets.core import TicketsCore
+
+    original = TicketsCore.reserve_fast
+
+    def reserve_fast(self: TicketsCore, quota_id: str, buyer_id: str, quantity: int, request_id: str,
+                     **kw: Any) -> Any:
+        if type(quantity) is int and quantity < 1 and quota_id in self._quotas:
+            return None  # "valid": on to the quota row, which holds what it is asked
+        return original(self, quota_id, buyer_id, quantity, request_id, **kw)
+
+    TicketsCore.reserve_fast = reserve_fast  # type: ignore[method-assign]
+
+
+def tickets_refuses_long_buyer_ids() -> None:
+    """Buyer ids longer than 64 characters are refused (a VARCHAR(64) column), though the contract
+    allows up to 200: a schema-valid request gets a 400."""
+    from targets.tickets.core import InvalidRequest, TicketsCore
+
+    original = TicketsCore.reserve_fast
+
+    def reserve_fast(self: TicketsCore, quota_id: str, buyer_id: str, quantity: int, request_id: str,
+                     **kw: Any) -> Any:
+        if isinstance(buyer_id, str) and len(buyer_id) > 64:
+            raise InvalidRequest(f"buyer_id must be at most 64 characters; got {len(buyer_id)}")
+        return original(self, quota_id, buyer_id, quantity, request_id, **kw)
+
+    TicketsCore.reserve_fast = reserve_fast  # type: ignore[method-assign]
+
+
+def tickets_keys_on_request_id_alone() -> None:
+    """Idempotency keyed on (quota, request id), not the buyer too: a second buyer whose app numbers
+    its requests like the first's gets the first buyer's reservation back."""
+    from targets.tickets.store import SqliteStore
+
+    def find_by_key(self: SqliteStore, quota_id: str, buyer_id: str, request_id: str) -> Any:
+        r = next((r for (q, _b, rid), r in list(self._keys.items()) if q == quota_id and rid == request_id), None)
+        return None if r is None else (self.get_reservation(r.reservation_id) or r)
+
+    SqliteStore.find_by_key = find_by_key  # type: ignore[method-assign]
+
+
+def tickets_releases_holds_early() -> None:
+    """Releases each hold at a quarter of its window (a sweeper with the wrong unit), while every
+    answer announces the window it was given: a buyer who pays in time is told the hold expired."""
+    from dataclasses import replace as _replace
+
+    from targets.tickets import app
+    from targets.tickets.core import TicketsCore
+
+    put_quota, reservation_json, quota_json = TicketsCore.put_quota, app.reservation_json, app._quota_json
+
+    def quarter(self: TicketsCore, quota_id: str, capacity: int, hold_seconds: float = 120.0) -> Any:
+        return put_quota(self, quota_id, capacity, hold_seconds / 4 if isinstance(hold_seconds, (int, float))
+                         and not isinstance(hold_seconds, bool) and hold_seconds > 0 else hold_seconds)
+
+    def announced(r: Any) -> dict[str, Any]:
+        return reservation_json(_replace(r, expires_at=r.created_at + 4 * (r.expires_at - r.created_at)))
+
+    TicketsCore.put_quota = quarter  # type: ignore[method-assign]
+    app.reservation_json = announced
+    app._quota_json = lambda row: {**quota_json(row), "hold_seconds": row.hold_seconds * 4}
+
+
 def tickets_unfenced_lease() -> None:
     """The quota row's write is not fenced: a holder that stalled past its lease still writes,
     over the write of the holder that took the row after it (a lost update)."""
@@ -65,7 +130,18 @@ def tickets_lock_without_lease() -> None:
     LeaseLock.try_acquire = try_acquire  # type: ignore[method-assign]
 
 
-def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0) -> None:
+def tickets_500_on_some_granted_holds() -> None:
+    """Makes each hold, then answers 500 to 30% of the reservations it granted (the commit went
+    through, the answer did not: a PostgreSQL-backed shop that fails after its write). Everything
+    else answers as the reference does."""
+    _break_responses(lambda method, path: method == "POST" and path.endswith("/reservations"), 0.3,
+                     only_status=(200, 201))
+
+
+def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0,
+                     only_status: tuple[int, ...] | None = None) -> None:
+    """Requests ``hit`` accepts get a 500 instead of the answer (a ``share`` of them; with
+    ``only_status``, a share of those the reference answered with one of these statuses)."""
     import random
 
     from targets.tickets.app import TicketsApp
@@ -74,11 +150,19 @@ def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0) -> Non
     rnd = random.Random(7)
 
     async def call(self: TicketsApp, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not hit(scope["method"], scope["path"]) or rnd.random() >= share:
+        if scope["type"] != "http" or not hit(scope["method"], scope["path"]) or (
+                only_status is None and rnd.random() >= share):
             return await original(self, scope, receive, send)
+        passing = False
 
         async def swallow(message: dict) -> None:  # the target did the work; the answer is a 500
-            if message["type"] == "http.response.start":
+            nonlocal passing
+            if only_status is not None and message["type"] == "http.response.start" and (
+                    message["status"] not in only_status or rnd.random() >= share):
+                passing = True
+            if passing:
+                await send(message)
+            elif message["type"] == "http.response.start":
                 body = json.dumps({"error": "database_unavailable", "message": "database unavailable"}).encode()
                 await send({"type": "http.response.start", "status": 500,
                             "headers": [(b"content-type", b"application/json"),
@@ -238,6 +322,19 @@ def notifications_one_fifo() -> None:
     NotificationsCore._enqueue = enqueue  # type: ignore[method-assign]
 
 
+def notifications_dedups_on_event_alone() -> None:
+    """Deduplicates on the event id alone: the same event sent to a second recipient (a broadcast)
+    answers with the first recipient's notification, and the second recipient is never notified."""
+    from targets.notifications.store import GroupCommitStore, InMemoryStore
+
+    for cls in (GroupCommitStore, InMemoryStore):
+        def insert_if_absent(self: Any, n: Any, _original: Any = cls.insert_if_absent) -> Any:
+            first = next((nid for (event, _), nid in list(self._by_key.items()) if event == n.event_id), None)
+            return self.load(first) if first is not None else _original(self, n)
+
+        cls.insert_if_absent = insert_if_absent  # type: ignore[method-assign]
+
+
 def http_semantics(times: str = "rfc3339") -> Callable[[], None]:
     """Not a mutant: a variant that keeps every promise and answers the way HTTP allows where the
     reference chose otherwise: 201 Created to a PUT, 204 No Content (no body) to a DELETE, an
@@ -307,6 +404,11 @@ def _rewrite_json(body: bytes, times: str) -> bytes:
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
     "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
+    "tickets-500-on-some-granted-holds": ("tickets", tickets_500_on_some_granted_holds),
+    "tickets-accepts-nonpositive-quantity": ("tickets", tickets_accepts_nonpositive_quantity),
+    "tickets-refuses-long-buyer-ids": ("tickets", tickets_refuses_long_buyer_ids),
+    "tickets-keys-on-request-id-alone": ("tickets", tickets_keys_on_request_id_alone),
+    "tickets-releases-holds-early": ("tickets", tickets_releases_holds_early),
     "tickets-unfenced-lease": ("tickets", tickets_unfenced_lease),
     "tickets-lock-without-lease": ("tickets", tickets_lock_without_lease),
     "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
@@ -320,6 +422,7 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "notifications-claims-delivered": ("notifications", notifications_claims_delivered),
     "notifications-breaker-counts-permanent": ("notifications", notifications_breaker_counts_permanent),
     "notifications-one-fifo": ("notifications", notifications_one_fifo),
+    "notifications-dedups-on-event-alone": ("notifications", notifications_dedups_on_event_alone),
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
     "feed-http-semantics": ("feed", http_semantics()),

@@ -1,5 +1,5 @@
 """Case N, notifications: ``driver`` (the protocol and its drivers), ``workload`` (the peak
-minute), ``checks`` (the ten invariants and the urgent-latency SLO over one
+minute), ``checks`` (the eleven invariants and the urgent-latency SLO over one
 :class:`NotificationsAnalysis`)."""
 
 from .checks import (IN_VIRTUAL_TIME, NOTIFICATIONS_CHECKS, SATURATION_CHECKS, DeliveryRules, NotificationsAnalysis,

@@ -82,7 +82,8 @@ class InProcessNotifications(InProcessDriver):
 
         def accept() -> dict[str, Any]:
             n, created = self.core.accept(event_id, recipient_id, priority, title, body)
-            return {"notification_id": n.notification_id, "status": n.status, "created": created}
+            return {"notification_id": n.notification_id, "event_id": n.event_id, "recipient_id": n.recipient_id,
+                    "status": n.status, "created": created}
 
         op = self._do("notify", args, accept, process, intended_time)
         self.pump()  # calls due now go out now (the first round is immediate)

@@ -47,7 +47,8 @@ def served_options(spec: RunSpec) -> dict[str, object]:
 
 
 ALL_CHECKS = ("no_oversell", "stock_is_conserved", "no_valid_rejection", "reservation_is_idempotent",
-              "expired_hold_is_never_sold", "units_return_exactly_once")
+              "expired_hold_is_never_sold", "units_return_exactly_once", "hold_honoured_until_it_expires",
+              "answers_belong_to_who_asked")
 CAPABILITIES = (
     Capability("setup", "set-up: create or reset a quota of a given capacity and hold window", ("put_quota",),
                ALL_CHECKS, "no scenario and no property can run: each needs a quota whose capacity it knows"),
