@@ -133,9 +133,12 @@ class FeedMachine(RuleBasedStateMachine):
     def every_check_holds(self) -> None:
         if hasattr(self, "d"):
             # G2 in virtual time is the fan-out's business, which Hypothesis controls here
-            # (so posts_visible_within_window is not claimed: the load judges it)
+            # (so posts_visible_within_window is not claimed: the load judges it). Over a URL neither is
+            # inbox_capped: the target keeps its own cap (400 in the reference), more posts than a
+            # property step writes; feed-peak follows more than an inbox keeps and judges it
+            unclaimed = {"posts_visible_within_window"} | ({"inbox_capped"} if self.over_http else set())
             assert_checks([*(r for r in check_feed(self.d.history, inbox_cap=self.cap, window=float("inf"))
-                             if r.name != "posts_visible_within_window"),
+                             if r.name not in unclaimed),
                            self.target.server_errors(self.d.history.ops)])
 
 
