@@ -183,6 +183,20 @@ class Violations:
                            chances, chance_kind)
 
 
+def judge_answer(op: Any, asked: dict[str, Any], v: Violations) -> bool:
+    """Compare the fields an answer reports (``op.value``) with what its request asked: each one that
+    differs is a violation "answered about another request". False when the answer reports none of
+    them (a driver that leaves them out: nothing to judge)."""
+    told = {k: op.value.get(k) for k in asked if op.value.get(k) is not None}
+    if not told:
+        return False
+    wrong = {k: (asked[k], told[k]) for k in told if told[k] != asked[k]}
+    if wrong:
+        v.add(f"{op.f} answered about another request: "
+              + ", ".join(f"{k} asked {want!r}, answered {got!r}" for k, (want, got) in wrong.items()), op)
+    return True
+
+
 # check name -> the most chances one judgement gave it in this process (the properties' summary
 # reads it: a check that never had a chance across a whole property run was not exercised)
 EXERCISED: dict[str, int] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ...checks import CheckResult, Violations
+from ...checks import CheckResult, Violations, judge_answer
 from ...history import OK
 
 if TYPE_CHECKING:
@@ -40,16 +40,11 @@ def answers_belong_to_who_asked(a: NotificationsAnalysis) -> CheckResult:
             asked = {"notification_id": op.args.get("notification_id")}
         else:
             continue
-        told = {k: op.value.get(k) for k in asked if op.value.get(k) is not None}
         nid = op.value.get("notification_id")
         pair = (op.value.get("event_id"), op.value.get("recipient_id"))
-        if not told:
+        if not judge_answer(op, asked, v):
             continue
         answers += 1
-        wrong = {k: (asked[k], told[k]) for k in told if told[k] != asked[k]}
-        if wrong:
-            v.add(f"{op.f} answered about another request: "
-                  + ", ".join(f"{k} asked {want!r}, answered {got!r}" for k, (want, got) in wrong.items()), op)
         if isinstance(nid, str) and None not in pair:
             if owner.setdefault(nid, pair) != pair:
                 v.add(f"notification {nid} stands for event {owner[nid][0]!r} to {owner[nid][1]!r} and for event "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ...checks import CheckResult, Violations
+from ...checks import CheckResult, Violations, judge_answer
 from ...history import FAIL, OK, Op
 
 if TYPE_CHECKING:
@@ -77,14 +77,8 @@ def answers_belong_to_who_asked(a: TicketsAnalysis) -> CheckResult:
             asked = {"reservation_id": op.args.get("reservation_id")}
         else:
             continue
-        told = {k: op.value.get(k) for k in asked if op.value.get(k) is not None}
-        if not told:
-            continue
-        answers += 1
-        wrong = {k: (asked[k], told[k]) for k in told if told[k] != asked[k]}
-        if wrong:
-            v.add(f"{op.f} answered about another request: "
-                  + ", ".join(f"{k} asked {want!r}, answered {got!r}" for k, (want, got) in wrong.items()), op)
+        if judge_answer(op, asked, v):
+            answers += 1
     for rid, r in a.by_id.items():
         keys = {_key(op) for op in r.reserves if op.type == OK}
         if len(keys) > 1:
