@@ -79,6 +79,8 @@ class Case:
     rank: int = 100  # the registry's order (the first is peakproof run's default case)
     # what a driver may offer beyond the protocol's operations (peakproof.capabilities)
     capabilities: tuple["Capability", ...] = ()
+    # the contract stage in process: (the reference's ASGI app, the admin headers it takes, a stop) in a directory
+    contract_app: Callable[[Path], tuple[Any, dict[str, str], Callable[[], None]]] | None = None
     # the case's own keywords for a driver's constructor (the notifications' provider_url)
     driver_options: Callable[["RunSpec"], dict[str, Any]] = lambda spec: {}
 
@@ -97,6 +99,15 @@ class Case:
 
     def properties_file(self) -> Path:
         return Path(self.properties) if self.properties else project_dir("properties") / f"test_{self.name}.py"
+
+    def contract_file(self) -> Path | None:
+        """The case's OpenAPI contract (the reference's own), or None for a case without one."""
+        try:
+            package = importlib.import_module(f"targets.{self.name}")
+        except ImportError:
+            return None
+        path = Path(package.__file__ or "").with_name("openapi.json")
+        return path if path.exists() else None
 
     def module(self) -> Any:
         """The case package (``PROTOCOL``, ``IN_PROCESS``, ``OVER_HTTP``)."""

@@ -186,6 +186,9 @@ SHARED: tuple[Option, ...] = (
     Option("driver", "your own driver for your own API: module:Class or path/to/driver.py:Class (see "
                      "docs/drivers.md; peakproof driver new CASE writes one to start from)",
            frozenset({RUN, PLAN, LOCUST, PYTEST})),
+    Option("openapi", "the OpenAPI (URL or file) the contract stage (Schemathesis) checks the target against. "
+                      "Default: the case's own contract; with --driver your API's, or the stage is skipped",
+           frozenset({RUN, PYTEST}), metavar="URL|FILE"),
     Option("without", "a capability your service does not have (e.g. stats, inbox_size): the checks it feeds are "
                       "waived, and listed as such in the verdict (repeatable)",
            frozenset({RUN, LOCUST, PYTEST}), action="append", metavar="CAPABILITY"),

@@ -233,6 +233,36 @@ WAIVED: set[str] = set()
 OFF_CONTRACT: list[str] = []
 
 
+# The contract stage's results this session (properties/test_<case>.py's contract tests), and what it
+# could not decide: those make the session exit NOT_EXERCISED_EXIT, like a check with no chance.
+CONTRACTS: list[Any] = []
+
+
+def contract_for(case: str, config: pytest.Config, work: Path) -> Any:
+    """Run the case's contract stage (Schemathesis) against this session's target; record the result.
+    As many test cases an operation as the Hypothesis profile's examples (at most 200); derandomized
+    profiles (ci) use a fixed seed, so a CI run is reproducible."""
+    from hypothesis import settings
+
+    from .contract import contract_stage
+
+    current = settings()
+    seed = 20261202 if current.derandomize else None
+    result = contract_stage(get_case(case), spec_for(case, config), work,
+                            max_examples=min(200, current.max_examples), seed=seed)
+    CONTRACTS.append(result)
+    return result
+
+
+def assert_contract_kept(result: Any) -> None:
+    """FAIL on a finding; skip, saying why, when the stage was skipped; the session exits 6 when
+    Schemathesis could not test (an error, no test case)."""
+    if result.outcome == "FAIL":
+        pytest.fail(result.report(), pytrace=False)
+    if result.skipped:
+        pytest.skip(result.headline())
+
+
 class _Outcomes:
     """What the session's tests came to: counted from pytest's reports, not from its output."""
 
@@ -311,15 +341,22 @@ def not_exercised(config: pytest.Config) -> list[str]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    untested = not_exercised(config)
+    untested = not_exercised(config) + _contract_undecided()
     if untested and int(exitstatus) == 0:
         session.exitstatus = NOT_EXERCISED_EXIT
     out = config.getoption("--result", None)
     if not out and config.getoption("--spec", None):
         out = RunSpec.load(config.getoption("--spec")).result
     if out:
-        properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure, dict(EXERCISED),
-                          _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested).dump(out)
+        result = properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure,
+                                   dict(EXERCISED), _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested)
+        result.data["contract"] = [r.to_json() for r in CONTRACTS]  # peakproof run's contract stage reads it
+        result.dump(out)
+
+
+def _contract_undecided() -> list[str]:
+    return [f"{r.headline()}: " + "; ".join(r.reasons()) for r in CONTRACTS
+            if r.outcome == "INCONCLUSIVE" and not r.skipped]
 
 
 def _waived_checks(config: pytest.Config) -> dict[str, str]:
@@ -350,6 +387,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tr.write_line(f"  INCONCLUSIVE: {why}")
         for name in sorted(WAIVED):
             tr.write_line(f"  waived: {name} (--without {name})")
+    if CONTRACTS:
+        tr.section("peakproof: the contract, checked by Schemathesis")
+        for r in CONTRACTS:
+            for line in r.report().splitlines():
+                tr.write_line(f"  {line}")
     if not EXERCISED:
         return
     waived = _waived_checks(config)
@@ -361,7 +403,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for cap in sorted(set(waived.values())):
         tr.write_line(f"  waived: {cap} (--without {cap}): "
                       + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
-    untested = not_exercised(config)
+    untested = not_exercised(config) + _contract_undecided()
     if untested:
         tr.section(f"peakproof: checks the properties never gave a chance to fail (exit {NOT_EXERCISED_EXIT})")
         for line in untested:

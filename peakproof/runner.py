@@ -68,6 +68,10 @@ def run(spec: RunSpec) -> int:
             spec = spec.with_case_options(provider_url=providers.base)
             print(f"peakproof: started the provider simulator at {providers.base}", flush=True)
         if spec.embedded:
+            if not spec.admin_token:  # the reference's admin calls need one: then the contract stage checks auth too
+                import secrets
+
+                spec = spec.with_options(admin_token=f"embedded-{secrets.token_hex(8)}")
             served = stack.enter_context(serve(case, spec))
             spec = spec.with_options(target_url=served.url)
             print(f"peakproof: started the reference {case.name} target ({spec.policy or case.default_policy}) "
@@ -95,6 +99,9 @@ def run(spec: RunSpec) -> int:
 
         if not spec.skip_properties:
             parts.append(_properties(case, spec, work))
+            contract = _contract_part(case, spec, work)
+            if contract is not None:
+                parts.append(contract)
 
         if not spec.skip_load:
             for scenario in case.all_scenarios(spec.faults):
@@ -140,8 +147,9 @@ def run(spec: RunSpec) -> int:
 
 def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
     """The embedded reference for this run, served as the spec says."""
+    extra = {"admin_token": spec.admin_token} if spec.admin_token else {}
     return ServedTarget(case.name, policy=spec.policy or case.default_policy,
-                        **{**case.served_options(spec), **options})
+                        **{**extra, **case.served_options(spec), **options})
 
 
 class CpuMeter:
@@ -293,6 +301,37 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     if idle:
         took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
     return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
+
+
+def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
+    """The contract stage's result, as the properties' pytest session recorded it (its test is the last of
+    the case's properties file), with a report of its own in reports/; None when it did not run."""
+    from .contract import ContractResult
+    from .report import RunReport, write_report
+
+    path = work / "properties-result.json"
+    if not path.exists():
+        return None
+    found = StageResult.load(path).data.get("contract") or []
+    if not found:
+        return None
+    res = ContractResult.from_json(found[-1])
+    name = "contract (Schemathesis)"
+    if res.skipped:
+        return Part(name, Outcome.PASS, f"skipped: {res.skipped}", reasons=[f"contract skipped: {res.skipped}"])
+    now = time.time()
+    report = RunReport(f"{case.name}-contract", res.target, now - res.elapsed, now,
+                       {"openapi": res.source, "seed": res.seed, "phases": res.phases, "operations": res.operations,
+                        "test cases": res.test_cases, "not checked": ", ".join(res.unchecked) or "-"},
+                       res.as_checks(), [], [], details={"findings": "\n\n".join(f.text() for f in res.findings)
+                                                         or "none", "errors": "\n".join(res.errors) or "none"},
+                       harness_errors=list(res.errors) if res.outcome == "INCONCLUSIVE" and res.errors else [])
+    html = write_report(report, spec.report_dir)
+    print(f"peakproof: {res.headline()}; report {html}", flush=True)
+    outcome = Outcome[res.outcome]
+    return Part(name, outcome, f"{len(res.findings)} finding(s), {res.test_cases:,} test cases, phases "
+                f"{', '.join(f'{k} {v}' for k, v in res.phases.items())}; report {html.name}",
+                res.as_checks(), res.reasons())
 
 
 def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path,

@@ -31,6 +31,7 @@ class RunSpec:
     embedded: bool = False  # the target is the reference this run started (its cores are the run's)
     policy: str | None = None
     driver: str | None = None
+    openapi: str | None = None  # the contract stage's OpenAPI (URL or file); None: the case's own contract
     admin_token: str | None = None
     scenario: str = ""  # the stage's scenario (a load stage); "" for the run as a whole
     scale: float | str = "auto"  # "auto" until the calibration has fitted it

@@ -14,6 +14,7 @@ and the reference target's threshold is set to 1 through its ``/_admin/fanout``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import uuid
@@ -25,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from peakproof.cases.feed import check_feed
 from peakproof.checks import assert_checks
-from peakproof.pytest_plugin import Target
+from peakproof.pytest_plugin import Target, assert_contract_kept, contract_for
 
 USERS = [f"u{i}" for i in range(4)]
 CAP, THRESHOLD = 6, 1
@@ -175,3 +176,11 @@ def test_the_pure_policies_keep_the_same_invariants(policy: str, in_process_only
             "core_factory": lambda clock: FeedCore(clock, policy=policy, inbox_cap=CAP)})
 
     run_state_machine_as_test(Machine)
+
+
+# -- the contract, checked by a peer tool ---------------------------------------------------------------
+# Last in the file: Over a URL it leaves users, follows and posts of its own behind.
+
+def test_the_target_answers_every_request_as_its_openapi_contract_says(request: pytest.FixtureRequest,
+                                                                        tmp_path: Path) -> None:
+    assert_contract_kept(contract_for("feed", request.config, tmp_path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Iterable
 
 import pytest
@@ -26,7 +27,7 @@ from peakproof import nemesis
 from peakproof.cases.notifications.breaker import DECIDED_BEFORE
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK
-from peakproof.pytest_plugin import Target, announce
+from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for
 
 CHANNELS = ["push", "sms", "email"]
 TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
@@ -486,3 +487,11 @@ def test_each_notification_stays_within_its_budget_and_status_only_moves_forward
             super().teardown()
 
     run_state_machine_as_test(Finishing)
+
+
+# -- the contract, checked by a peer tool ---------------------------------------------------------------
+# Last in the file: Over a URL it leaves recipients and notifications of its own behind (delivered, too, so it runs after every property that judges the providers' calls).
+
+def test_the_target_answers_every_request_as_its_openapi_contract_says(request: pytest.FixtureRequest,
+                                                                        tmp_path: Path) -> None:
+    assert_contract_kept(contract_for("notifications", request.config, tmp_path))

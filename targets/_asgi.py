@@ -44,9 +44,20 @@ def rfc3339(ts: float) -> str:
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.headers = headers or []
+
+
+def json_integer(value: Any) -> Any:
+    """A JSON number with an integral value is an integer (JSON Schema's ``integer``: 7.0 is 7).
+
+    Anything else comes back as it came, for the core's validation to refuse with its message."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
 
 
 async def lifespan(receive: Receive, send: Send, on_startup: Callable[[], None] = lambda: None,
@@ -92,8 +103,9 @@ def resolve_route(routes: list[Route], prefix: str, api: str, method: str,
             allowed.append(verb)
             continue
         return name, m.groups()
-    if allowed:
-        raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}")
+    if allowed:  # RFC 9110 15.5.6: a 405 lists the methods the resource supports
+        raise HttpError(405, "method_not_allowed", f"{method} {path}: use {', '.join(allowed)}",
+                        [(b"allow", ", ".join(sorted(set(allowed))).encode())])
     raise HttpError(404, "not_found", f"no route {method} {path}")
 
 
@@ -217,7 +229,7 @@ class AsgiApp:
             status, payload = reply[0], reply[1]
             headers = list(reply[2]) if len(reply) > 2 else []
         except HttpError as e:
-            status, payload = e.status, {"error": e.code, "message": e.message}
+            status, payload, headers = e.status, {"error": e.code, "message": e.message}, e.headers
         except ContractError as e:
             status, payload = e.status, {"error": e.code, "message": e.message, **e.extra}
             if "retry_after" in e.extra:
@@ -236,7 +248,13 @@ class AsgiApp:
         # they resolve to is remembered rather than matched against every pattern again.
         key = (method, path)
         hit = self._routes_seen.get(key)
-        if hit is None:
+        raw = scope.get("raw_path") or b""
+        if b"%2f" in raw.lower():  # an id with a '/' in it (sent as %2F): split the path before decoding it
+            from urllib.parse import unquote
+
+            name, groups = resolve_route(self.routes, self.prefix, self.api, method, raw.decode("latin-1"))
+            hit = name, tuple(unquote(g) for g in groups)
+        elif hit is None:
             hit = resolve_route(self.routes, self.prefix, self.api, method, path)  # raises 404 / 405: not kept
             if len(self._routes_seen) >= self.ROUTE_CACHE:
                 self._routes_seen.clear()

@@ -57,7 +57,9 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(feed: ServedTarget) ->
              ("GET", "/users/u/feed?limit=0", None, 400, "limit"),
              ("GET", "/users/u/feed?limit=abc", None, 400, "limit"),
              ("GET", "/users/u/feed?cursor=nonsense", None, 400, "cursor"),
-             ("PUT", "/users/u/following/u", None, 400, "themselves"),
+             ("PUT", "/users/u/following/u", None, 409, "themselves"),
+             ("GET", "/users/u/feed?cursor=", None, 400, "cursor"),
+             ("DELETE", "/users/u/following/" + "f" * 201, None, 400, "followee_id"),
              ("DELETE", "/posts/no-such-post", None, 404, "no post"),
              ("PATCH", "/posts", None, 405, "POST"),
              ("POST", "/admin/graph", b'{"follows": [["a"]]}', 400, "pairs")]

@@ -20,8 +20,10 @@
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -38,19 +40,22 @@ def post_json(p: Post) -> dict[str, Any]:
     return {"post_id": p.post_id, "author_id": p.author_id, "text": p.text, "created_at": rfc3339(p.created_at)}
 
 
+# The cursor is opaque to clients, and its shape is in the contract (its ``pattern``): the
+# created time's exact decimal expansion (Decimal(float) round-trips every float, and never takes
+# an exponent), '_', the post id. Every string of that shape decodes, every other is refused.
+CURSOR_PATTERN = r"-?[0-9]{1,400}(\.[0-9]{1,1100})?_[^\s]{1,200}"
+_CURSOR = re.compile(CURSOR_PATTERN)
+
+
 def encode_cursor(key: tuple[float, str]) -> str:
-    return f"{key[0]!r}_{key[1]}"  # repr round-trips a float exactly; a float's repr has no '_'
+    return f"{Decimal(key[0]):f}_{key[1]}"
 
 
 def decode_cursor(text: str) -> tuple[float, str]:
-    at, sep, post_id = text.partition("_")
-    try:
-        created = float(at)
-    except ValueError:
-        created = float("nan")
-    if not sep or not post_id or created != created:
+    if _CURSOR.fullmatch(text) is None:
         raise InvalidRequest(f"cursor must be a next_cursor this server returned (CREATED_POSTID); got {text[:80]!r}")
-    return created, post_id
+    at, _, post_id = text.partition("_")
+    return float(at), post_id
 
 
 class FanoutConsumers(BackgroundLoop):
@@ -178,13 +183,13 @@ class FeedApp(AsgiApp):
         return 200, {**post_json(post), "deleted": True}
 
     async def _read(self, req: Request, user: str) -> Reply:
-        q = parse_qs(req.query)
+        q = parse_qs(req.query, keep_blank_values=True)  # "cursor=" is a cursor, and not one this server gave
         raw_limit = q.get("limit", ["20"])[-1]
         try:
             limit = int(raw_limit)
         except ValueError:
             raise InvalidRequest(f"limit must be an integer from 1 to 100; got {raw_limit[:20]!r}") from None
-        cursor = decode_cursor(q["cursor"][-1]) if q.get("cursor") and q["cursor"][-1] else None
+        cursor = decode_cursor(q["cursor"][-1]) if "cursor" in q else None
         items, nxt, how = self.core.read_view(user, limit, cursor)
         page = {"items": [post_json(p) for p in items], "next_cursor": encode_cursor(nxt) if nxt else None,
                 # not in the contract: what the harness's checks can use when a target tells them

@@ -50,6 +50,9 @@ class FeedError(ContractError):
 
 InvalidRequest = refusal(FeedError, 400, "invalid_request")
 UnknownPost = refusal(FeedError, 404, "unknown_post")
+# 409, not 400: the ids are each well formed (the contract's schema allows them), the pair is what
+# the design refuses; a schema cannot say "two path parameters differ", so the status must.
+SelfFollow = refusal(FeedError, 409, "cannot_follow_self")
 
 
 class Backpressure(FeedError):
@@ -158,7 +161,7 @@ class FeedCore:
             _require_id("user_id", user)
             _require_id("followee_id", followee)
             if user == followee:
-                raise InvalidRequest(f"a user cannot follow themselves (user {user!r})")
+                raise SelfFollow(f"a user cannot follow themselves (user {user!r})")
         with self._mutex:
             following, empty = self.following, frozenset()
             new = [(u, f) for u, f in dict.fromkeys(pairs) if f not in following.get(u, empty)]
@@ -187,6 +190,8 @@ class FeedCore:
             return len(new)
 
     def unfollow(self, user: str, followee: str) -> None:
+        _require_id("user_id", user)  # the same ids follow takes: a 201-character id is refused, not ignored
+        _require_id("followee_id", followee)
         with self._mutex:
             if followee in self.following.get(user, ()):
                 if self.store is not None:

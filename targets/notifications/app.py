@@ -322,6 +322,9 @@ _ROUTES = route_table("""
 
 class NotificationsApp(AsgiApp):
     api, routes, openapi_path = "notifications", _ROUTES, OPENAPI_PATH
+    # A notification the contract allows (a 1,000-character title, a 20,000-character body) is up to
+    # 12 bytes a character in JSON (an escaped astral character): room for it, so no valid one is refused.
+    body_limits = {"notify": 512 * 1024}
 
     def __init__(self, core: NotificationsCore, dispatcher: Dispatcher, *, prefix: str = "/notifications",
                  threads: int = 16) -> None:

@@ -209,10 +209,14 @@ class NotificationsCore:
 
     def put_recipient(self, recipient_id: str, channels: list[str], addresses: dict[str, str]) -> Recipient:
         _require_id("recipient_id", recipient_id)
-        if not isinstance(channels, list) or not channels or len(set(channels)) != len(channels) or any(
-                c not in CHANNELS for c in channels):
+        # Members are checked before the set is built: an unhashable member ({}) is bad input, not a 500.
+        if not isinstance(channels, list) or not channels or any(
+                type(c) is not str or c not in CHANNELS for c in channels) or len(set(channels)) != len(channels):
             raise InvalidRequest(f"channels must be a non-empty list of distinct channels from "
                                  f"{', '.join(CHANNELS)}, in preference order; got {channels!r}")
+        for field, a in addresses.items():  # an address given is a real one, listed channel or not
+            if not isinstance(a, str) or not 0 < len(a) <= 320:
+                raise InvalidRequest(f"{field} must be a string of 1 to 320 characters; got {a!r:.60}")
         clean = {}
         for c in channels:
             a = addresses.get(ADDRESS_FIELD[c])

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .._asgi import AsgiApp, route_table, Reply, Request, rfc3339
+from .._asgi import AsgiApp, json_integer, route_table, Reply, Request, rfc3339
 from .._background import BackgroundLoop, LoopHealth
 from .core import FAULTS, InvalidRequest, Reservation, TicketsCore
 
@@ -81,7 +81,7 @@ class TicketsApp(AsgiApp):
         self.require_admin(req, "PUT /quotas")
         doc = req.json("capacity")
         hold = doc.get("hold_seconds", self.default_hold_seconds)
-        row = await self.in_pool(self.core.put_quota, quota_id, doc["capacity"], hold)
+        row = await self.in_pool(self.core.put_quota, quota_id, json_integer(doc["capacity"]), hold)
         return 200, _quota_json(row)
 
     async def _get_quota(self, req: Request, quota_id: str) -> Reply:
@@ -96,14 +96,15 @@ class TicketsApp(AsgiApp):
 
     async def _reserve(self, req: Request, quota_id: str) -> Reply:
         doc = req.json("buyer_id", "quantity", "request_id")
-        args = (quota_id, doc["buyer_id"], doc["quantity"], doc["request_id"])
+        quantity = json_integer(doc["quantity"])
+        args = (quota_id, doc["buyer_id"], quantity, doc["request_id"])
         # Decided on the event loop when possible (sold out, replay, bad input: no lock,
         # no row); anything that may block (the row, expiring due holds) goes to a thread.
         replay = self.core.reserve_fast(*args, may_block=False)
         if replay is not None:
             return 200, reservation_json(replay)
         if self.core.policy == "pessimistic":
-            outcome = await self._batcher.submit(quota_id, (doc["buyer_id"], doc["quantity"], doc["request_id"]))
+            outcome = await self._batcher.submit(quota_id, (doc["buyer_id"], quantity, doc["request_id"]))
             if isinstance(outcome, BaseException):  # a TicketError answers 4xx/503; anything else is a 500
                 raise outcome
             res, created = outcome

@@ -253,8 +253,8 @@ class TicketsCore:
     def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = DEFAULT_HOLD_SECONDS) -> QuotaRow:
         """Create or reset a quota (admin). Drops its reservations."""
         _require_id("quota_id", quota_id)
-        if not _is_int(capacity) or capacity < 0:
-            raise InvalidRequest(f"capacity must be an integer >= 0; got {capacity!r}")
+        if not _is_int(capacity) or not 0 <= capacity <= MAX_CAPACITY:  # SQLite's INTEGER is 64 bits
+            raise InvalidRequest(f"capacity must be an integer from 0 to {MAX_CAPACITY:,}; got {capacity!r:.40}")
         if not _is_number(hold_seconds) or not 0 < hold_seconds <= 86_400:
             raise InvalidRequest(f"hold_seconds must be a number in (0, 86400]; got {hold_seconds!r}")
         row = QuotaRow(quota_id, capacity, capacity, 0, 0, float(hold_seconds), 0)
@@ -649,6 +649,9 @@ def _due(qs: _QuotaState, now: float) -> bool:
         return bool(qs.expiries) and qs.expiries[0][0] <= now
     except IndexError:  # emptied by another thread between the two looks
         return False
+
+
+MAX_CAPACITY = 1_000_000_000  # the contract's maximum
 
 
 def _is_int(value: object) -> bool:

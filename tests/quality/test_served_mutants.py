@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,7 @@ def test_a_tickets_target_breaking_a_promise_of_issue_23_fails_the_url_propertie
     print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if "first violation" in line)[:300])
 
 
-BOUNDS = ("-k", "malformed or allows")  # the two properties of the contract's bounds
+BOUNDS = ("-k", "outside_the_contract or allows")  # the two properties of the contract's bounds
 
 
 @pytest.mark.parametrize("mutant, rule", [
@@ -130,7 +131,8 @@ def test_a_tickets_target_off_the_contracts_bounds_fails_the_url_properties(muta
 def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http() -> None:
     with ServedTarget("tickets") as t:
         code, out = properties_against(t.url, "tickets", *BOUNDS)
-    assert code == 0 and "2 passed" in out, out[-3000:]
+    ran = re.search(r"(\d+) passed", out)
+    assert code == 0 and ran and int(ran.group(1)) >= 2 and "skipped" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize("mutant, caught_by", [
@@ -181,7 +183,9 @@ def notifications_properties(mutant: str | None) -> tuple[int, str]:
     with ServedTarget("providers", latency=0.02) as providers, \
             (served(mutant, provider_url=providers.base, **NOTIFICATIONS_SERVED) if mutant else
              ServedTarget("notifications", provider_url=providers.base, **NOTIFICATIONS_SERVED)) as t:
-        return properties_against(t.url, "notifications", "--provider-url", providers.base, *NOTIFICATIONS_RULES)
+        # the contract test aside: tests/quality/test_contract_stage.py runs it against the served reference
+        return properties_against(t.url, "notifications", "--provider-url", providers.base, *NOTIFICATIONS_RULES,
+                                  "-k", "not openapi_contract")
 
 
 # The service bugs of issues 12 and 23, each caught by the URL properties alone (ci profile).

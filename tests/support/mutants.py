@@ -401,7 +401,44 @@ def _rewrite_json(body: bytes, times: str) -> bytes:
     return json.dumps(walk(doc)).encode()
 
 
+def tickets_refuses_integral_floats() -> None:
+    """A quantity of 7.0 is refused with a 400 (a strict ``isinstance(x, int)``), though JSON Schema's
+    ``integer`` is any number with a zero fraction: a schema-valid request refused."""
+    import targets.tickets.app as app
+
+    app.json_integer = lambda value: value  # the core then sees a float
+
+
+def feed_405_without_allow() -> None:
+    """A 405 that does not say which methods the resource supports (RFC 9110 requires ``Allow``)."""
+    import targets._asgi as asgi
+
+    original = asgi.HttpError.__init__
+
+    def init(self: Any, status: int, code: str, message: str, headers: Any = None) -> None:
+        original(self, status, code, message, None)
+
+    asgi.HttpError.__init__ = init  # type: ignore[method-assign]
+
+
+def notifications_unhashable_channel_is_a_500() -> None:
+    """A channel list with an object in it ({}) crashes the validation: a 500 where a 400 is due."""
+    from targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore.put_recipient
+
+    def put_recipient(self: NotificationsCore, recipient_id: str, channels: Any, addresses: Any) -> Any:
+        if isinstance(channels, list):
+            len(set(channels))  # TypeError on an unhashable member: the old bug
+        return original(self, recipient_id, channels, addresses)
+
+    NotificationsCore.put_recipient = put_recipient  # type: ignore[method-assign]
+
+
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
+    "tickets-refuses-integral-floats": ("tickets", tickets_refuses_integral_floats),
+    "feed-405-without-allow": ("feed", feed_405_without_allow),
+    "notifications-unhashable-channel-is-a-500": ("notifications", notifications_unhashable_channel_is_a_500),
     "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
     "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
     "tickets-500-on-some-granted-holds": ("tickets", tickets_500_on_some_granted_holds),

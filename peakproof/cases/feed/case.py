@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ...capabilities import Capability
 from ...case import Case
@@ -71,10 +72,19 @@ OPTIONS = (
            _SERVE, default="normal", choices=("normal", "full"), env="-"),
 )
 
+def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
+    """The reference's ASGI app for the contract stage in process (its database in ``work``)."""
+    from targets.feed.server import build_app
+
+    app = build_app(work / "contract-feed.sqlite3", admin_token="contract")
+    return app, {"Authorization": "Bearer contract"}, app.on_shutdown
+
+
 CASE = Case(
     "feed", "/feed", "Case F: the news feed at peak", "peakproof.cases.feed", ("hybrid", "push", "pull"),
     ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
     default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
     latency_checks=("posts_visible_within_window",),
-    model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES)
+    model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES,
+    contract_app=contract_app)

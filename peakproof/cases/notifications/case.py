@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ...capabilities import Capability
 from ...case import Case
@@ -99,6 +100,15 @@ OPTIONS = (
            frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
 )
 
+def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
+    """The reference's ASGI app for the contract stage in process: it accepts and answers; no
+    dispatcher (no provider to deliver to: delivery is the properties' business)."""
+    from targets.notifications.server import build_app
+
+    app = build_app(work / "contract-notifications.sqlite3", "http://127.0.0.1:9", dispatch=False)
+    return app, {}, app.on_shutdown
+
+
 CASE = Case(
     "notifications", "/notifications", "Case N: notifications at peak", "peakproof.cases.notifications",
     ("cascade", "single", "parallel"), ("notifications-peak",),
@@ -110,4 +120,4 @@ CASE = Case(
                     "notifications-reminder-flood": 0.25},
     options=OPTIONS, resolve=resolve, rules=rules_of, served_options=served_options, light_options=light_options, serve=serve,
     model="peakproof.models.notifications", rank=1, model_params="NotificationsParams", capabilities=CAPABILITIES,
-    driver_options=driver_options)
+    driver_options=driver_options, contract_app=contract_app)

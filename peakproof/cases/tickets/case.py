@@ -71,10 +71,20 @@ OPTIONS = (
            frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
 )
 
+def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
+    """The reference's ASGI app for the contract stage in process (its database in ``work``)."""
+    from targets.tickets.server import build_app
+
+    app, supervisor = build_app(work / "contract-tickets.sqlite3", admin_token="contract")
+    supervisor.start()
+    return app, {"Authorization": "Bearer contract"}, supervisor.stop
+
+
 CASE = Case(
     "tickets", "/tickets", "Case T: the ticket opening", "peakproof.cases.tickets",
     ("pessimistic", "optimistic", "none"), ("tickets-opening",), ("tickets-lease-faults",),
     calibration="tickets-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
     scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
     options=OPTIONS, served_options=served_options, in_process_stage=seed_opening, serve=serve,
-    model="peakproof.models.tickets", rank=0, model_params="TicketsParams", capabilities=CAPABILITIES)
+    model="peakproof.models.tickets", rank=0, model_params="TicketsParams", capabilities=CAPABILITIES,
+    contract_app=contract_app)
