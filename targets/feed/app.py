@@ -43,7 +43,9 @@ def post_json(p: Post) -> dict[str, Any]:
 # The cursor is opaque to clients, and its shape is in the contract (its ``pattern``): the
 # created time's exact decimal expansion (Decimal(float) round-trips every float, and never takes
 # an exponent), '_', the post id. Every string of that shape decodes, every other is refused.
-CURSOR_PATTERN = r"-?[0-9]{1,400}(\.[0-9]{1,1100})?_[^\s]{1,200}"
+# The post id's part is URL-unreserved characters (what the reference's ids are made of), spelled
+# out: a class like \S means other things in Python's re and in JSON Schema's ECMA-262 dialect.
+CURSOR_PATTERN = r"-?[0-9]{1,400}(\.[0-9]{1,1100})?_[0-9A-Za-z._~-]{1,200}"
 _CURSOR = re.compile(CURSOR_PATTERN)
 
 
