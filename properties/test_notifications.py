@@ -214,6 +214,7 @@ def step_seconds(rules: DeliveryRules) -> dict[str, float]:
     return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
             "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
             "a_dead_address_meets_a_burst": 2.0, "time_passes": 1.0,
+            "an_urgent_one_then_reminders_at_once": min(rules.backoff, 1.0) + 0.1,
             "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
 
 
@@ -221,7 +222,7 @@ def announce_duration(rules: DeliveryRules, examples: int, steps: int, url: str)
     """Print how long the machine may take, worked out from the rules, and what to state when it is long."""
     each = step_seconds(rules)
     longest = max((k for k in each if not k.startswith("settle")), key=each.__getitem__)
-    n_rules = 9  # the machine's rules, drawn about evenly
+    n_rules = 10  # the machine's rules, drawn about evenly
     typical = examples * (steps * sum(v for k, v in each.items() if not k.startswith("settle")) / n_rules
                           + each["settle (each example's end)"])
     worst = examples * (steps * each[longest] + each["settle (each example's end)"])
@@ -373,6 +374,18 @@ class OverHttp(SendsNotifications):
         self.send(who, False, "Hatırlatma", "every channel down")
         time.sleep((self.rules.budget + 1) * (self.rules.backoff + 0.05) + 0.2)
         self.the_nemesis_rests()
+
+    @rule(who=st.integers(0, 2), reminders=st.integers(1, 3))
+    def an_urgent_one_then_reminders_at_once(self, who: int, reminders: int) -> None:
+        """An urgent notification, then reminders for the same recipient as soon as it is accepted,
+        nothing queued and nothing failing: they go to the same channel, and none may be called before
+        the urgent one (urgent_first_outside_a_backlog: a target that held urgent notifications back a
+        round while reminders went at once shows it here, where no backlog forms)."""
+        self.the_nemesis_rests()
+        self.send(who, True, "Acil: giriş kodu", "urgent, reminders right behind it")
+        for i in range(reminders):
+            self.send(who, False, "Hatırlatma", f"a reminder right behind an urgent one #{i}")
+        time.sleep(min(self.rules.backoff, 1.0) + 0.1)  # the urgent one's round has come, whatever the target
 
     @rule(who=st.integers(0, 2), size=st.sampled_from([80, 160]))
     def a_reminder_flood_then_an_urgent_one(self, who: int, size: int) -> None:
@@ -410,232 +423,6 @@ class OverHttp(SendsNotifications):
                 wave *= 2
         self.expect(not refused, f"a valid reminder must be accepted. Actual: {refused[:1]!r}")
         note(f"reminder flood: {sent} sent, {backlog} not yet called when the urgent one went")
-        self.send(who, True, "Acil: güvenlik kodu", "urgent, sent after the flood")
-
-    @invariant()
-    def every_check_holds(self) -> None:
-        if hasattr(self, "d"):  # virtual time: a lost answer is given up on at once
-            # Not claimed here: a backlog needs delivery to saturate and the breaker check a dead address
-            # meeting a burst, neither of which this machine's steps build (the URL properties with the
-            # nemesis do, and tests/test_notifications_breaker.py; the load gives both their chances)
-            read_all_and_judge(self.d, self.ids.values(), rules=IN_VIRTUAL_TIME, target=self.target,
-                               leave_out=IN_PROCESS_UNCLAIMED, answer_latency=0.0)
-
-    def teardown(self) -> None:
-        if hasattr(self, "d"):
-            note("provider calls:\n" + "\n".join(f"  {c['at']:.1f} {c['channel']} {c['event_id']} {c['outcome']}"
-                                                 for c in self.d.provider_calls()[-30:]))
-
-
-ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}
-# A flood: the providers answer in 100 ms, slow enough that a few hundred reminders outrun a
-# channel's workers, fast enough that the backlog drains in seconds; sent by 32 clients at once.
-FLOOD_LATENCY, FLOOD_CLIENTS = 0.1, 32
-# The flood grows until this many reminders (and a quarter of those sent) wait uncalled, or FLOOD_MAX went.
-FLOOD_BACKLOG, FLOOD_MAX = 40, 2_560
-PREFERENCES = [["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]
-FAULTS = st.one_of(
-    st.tuples(st.just("channel_down"), st.sampled_from([*CHANNELS, "all"])),
-    st.tuples(st.just("lost_answers"), st.sampled_from([0.3, 1.0])),
-    st.tuples(st.just("dead_address"), st.tuples(st.integers(0, 2), st.sampled_from(CHANNELS))),
-    st.tuples(st.just("failures_multiplied"), st.sampled_from([3.0, 10.0])),
-    st.tuples(st.just("slow_providers"), st.sampled_from([0.2, 0.6])),
-)
-
-
-def progress(text: str) -> None:
-    """A line on the terminal as the property goes (pytest captures print; a real-time run must show life)."""
-    if PYTEST_CONFIG:
-        announce(PYTEST_CONFIG[0], f"peakproof: notifications over HTTP: {text}")
-
-
-PYTEST_CONFIG: list[Any] = []  # the session's config, for progress lines (set by the test)
-
-
-def step_seconds(rules: DeliveryRules) -> dict[str, float]:
-    """What each real-time rule of :class:`OverHttp` sleeps, from the target's stated rules."""
-    return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
-            "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
-            "a_dead_address_meets_a_burst": 2.0, "time_passes": 1.0,
-            "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
-
-
-def announce_duration(rules: DeliveryRules, examples: int, steps: int, url: str) -> float:
-    """Print how long the machine may take, worked out from the rules, and what to state when it is long."""
-    each = step_seconds(rules)
-    longest = max((k for k in each if not k.startswith("settle")), key=each.__getitem__)
-    n_rules = 9  # the machine's rules, drawn about evenly
-    typical = examples * (steps * sum(v for k, v in each.items() if not k.startswith("settle")) / n_rules
-                          + each["settle (each example's end)"])
-    worst = examples * (steps * each[longest] + each["settle (each example's end)"])
-    progress(f"{url}: {examples} examples x {steps} steps; the target's rules (backoff {rules.backoff:g} s, answer "
-             f"timeout {rules.answer_timeout:g} s, budget {rules.budget}) make its longest step "
-             f"{longest} {each[longest]:.1f} s: about {typical / 60:.1f} min, at worst {worst / 60:.1f} min")
-    if typical > 600:
-        progress("that is long: if your target's rounds are shorter than the seed's, state them (--backoff, "
-                 "--call-timeout, --budget); HYPOTHESIS_PROFILE=dev runs fewer examples; or leave these rules to the "
-                 "load (peakproof run --skip-properties)")
-    return typical
-
-
-class OverHttp(SendsNotifications):
-    """Against a URL, with the harness's nemesis: Hypothesis sends, replays and reads, and turns the
-    providers' failures on and off (a channel down, lost answers, a recipient's address dead on a
-    channel, failures multiplied, slow answers). Every fault is an op in the history
-    (:mod:`peakproof.nemesis`), and every example starts from the simulator's whole default model.
-
-    Needs ``--target-url`` (the notifications API) and ``--provider-url`` (whose record of
-    calls is the ground truth). Time is real: the target's rounds should be short
-    (``peakproof serve notifications --backoff 0.3 --call-timeout 0.5``).
-    """
-
-    target: Target  # a URL target with a provider URL (the notifications_target fixture)
-    examples = 0
-    max_examples = 10
-
-    @initialize(first=st.lists(FAULTS, max_size=2), doomed=st.none() | st.integers(0, 2))
-    def start(self, first: list[tuple[str, Any]], doomed: int | None) -> None:
-        self.rules: DeliveryRules = self.target.rules or DeliveryRules()
-        self.d = self.target.new_driver()
-        self.providers = Providers(self.target.provider_url, history=self.d.history)  # the simulator: ours
-        self.run = uuid.uuid4().hex[:8] + "-"
-        self.faults: dict[str, Any] = {}
-        type(self).examples += 1
-        progress(f"example {type(self).examples} of at most {type(self).max_examples}")
-        reset = self.providers.config()  # the whole model, as the simulator started: nothing left over
-        assert reset.type == OK, f"the providers refused a reset of their configuration: {reset!r}"
-        self.set_up_recipients(PREFERENCES)
-        if doomed is not None:  # a recipient whose preferred channel's address is dead: the cascade must move on
-            self.the_nemesis_strikes(("dead_address", (doomed, PREFERENCES[doomed][0])))
-        for fault in first:  # faults already in force when the first notification goes out
-            self.the_nemesis_strikes(fault)
-        # Every run replays a notification at once, as a client that missed the answer would: a
-        # service that treats the replay as a new message is then caught in the first example.
-        self.replay(self.send(doomed or 0, False, "Hatırlatma", "sent, then sent again"))
-
-    @rule(seconds=st.sampled_from([0.05, 0.4, 1.0, 2.5]))
-    def time_passes(self, seconds: float) -> None:
-        self.d.advance(seconds)
-
-    @rule(fault=FAULTS)
-    def the_nemesis_strikes(self, fault: tuple[str, Any]) -> None:
-        kind, param = fault
-        if kind == "channel_down":
-            down = CHANNELS if param == "all" else sorted({*self.faults.get("down", []), param})
-            change, params = {"down": list(down)}, {"channel": param}
-        elif kind == "lost_answers":
-            change, params = {"ack_lost": param}, {"share": param}
-        elif kind == "dead_address":
-            who, channel = param
-            address = self.addresses(who)[ADDRESS_FIELD[channel]]
-            dead = {c: list(a) for c, a in self.faults.get("dead", {}).items()}
-            dead.setdefault(channel, []).append(address)
-            change, params = {"dead": dead}, {"recipient": self.recipients[who], "channel": channel}
-        elif kind == "failures_multiplied":
-            change, params = {"multiplier": param}, {"multiplier": param}
-        else:
-            change, params = {"latency": param}, {"latency_s": param}
-        self.faults.update(change)
-        op = nemesis.inject(self.d.history, kind, lambda: self.providers.config(replace=False, **change).type == OK,
-                            **params)
-        assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
-
-    @rule()
-    def the_nemesis_rests(self) -> None:
-        if self.faults:
-            self.faults = {}
-            nemesis.lift(self.d.history, nemesis.ALL, lambda: self.providers.config().type == OK)
-
-    @rule(who=st.integers(0, 2))
-    def a_dead_address_meets_a_burst(self, who: int) -> None:
-        """One recipient's preferred channel, healthy and then dead for them alone: a breaker that
-        counted the dead address's permanent failures as the channel's would skip the channel for
-        the last three notifications (breaker_counts_only_transient judges the skip).
-
-        The channel's health is made known exactly, so that the check can decide: nothing fails by
-        chance while the step runs (a seeded transient failure would be a fair reason for a breaker
-        to open, and the check would give the skip the benefit of the doubt); the channel's window
-        is first filled with answered calls, so that what earlier faults left in it is gone; then as
-        many notifications to the dead address as the stated breaker needs failures to open, and one
-        more. Sized from the stated rules and paced by the providers' record, not by a sleep, so
-        that the bug shows on a busy machine too."""
-        self.the_nemesis_rests()
-        channel = PREFERENCES[who][0]
-        self.the_nemesis_strikes(("failures_multiplied", 0.0))
-        # Each stage must reach the channel in full: if the target skipped it meanwhile (its breaker
-        # still open from an earlier fault, or opened by its own timeouts), the moment is not clean
-        # and the step ends without the last three.
-        clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_window), "to a live address")
-        if clean:
-            self.the_nemesis_strikes(("dead_address", (who, channel)))
-            clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
-        if not clean:
-            self.the_nemesis_rests()
-            return
-        time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
-        for _ in range(3):
-            self.send(who, False, "Hatırlatma", "to a dead address")
-        time.sleep(0.3)
-        self.the_nemesis_rests()
-
-    def send_and_hear(self, who: int, channel: str, n: int, body: str) -> bool:
-        """Send ``n`` reminders to recipient ``who`` and wait (bounded) until the providers have
-        answered that many calls to them on ``channel``; False if they did not in time."""
-        def answered() -> int:
-            rid = self.recipients[who]
-            return sum(1 for c in self.providers.calls() if c.get("channel") == channel
-                       and c.get("recipient_id") == rid)
-        before = answered()
-        for _ in range(n):
-            self.send(who, False, "Hatırlatma", body)
-        deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
-        while answered() - before < n:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
-
-    @rule(who=st.integers(0, 2))
-    def an_answer_is_lost_then_answers_return(self, who: int) -> None:
-        """Every answer lost while one notification goes out (delivered, the target hears nothing),
-        then answers return: the target's retry must reach the provider under the same idempotency
-        key, or the recipient hears twice (one_delivery_per_event judges it from the record)."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("lost_answers", 1.0))
-        self.send(who, True, "Güvenlik kodu", "a lost answer")
-        time.sleep(self.rules.answer_timeout + 0.2)  # the target gives up on the answer...
-        self.the_nemesis_rests()
-        time.sleep(self.rules.backoff + 0.3)  # ...and retries within a round, answers heard again
-
-    @rule(who=st.integers(0, 2))
-    def every_channel_fails_for_a_while(self, who: int) -> None:
-        """Every channel down while one notification goes through every round its budget allows, and
-        a few more: a target that spends more than its budget shows it (attempt_budget_respected)."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("channel_down", "all"))
-        self.send(who, False, "Hatırlatma", "every channel down")
-        time.sleep((self.rules.budget + 1) * (self.rules.backoff + 0.05) + 0.2)
-        self.the_nemesis_rests()
-
-    @rule(who=st.integers(0, 2), size=st.sampled_from([80, 160]))
-    def a_reminder_flood_then_an_urgent_one(self, who: int, size: int) -> None:
-        """Reminders for one recipient faster than the target can deliver them (the providers slowed
-        to FLOOD_LATENCY, nothing else failing), then one urgent notification for the same recipient:
-        it must overtake the backlog, not queue behind it (urgent_overtakes_reminder_backlog judges it
-        from the providers' record; whether the backlog formed is the check's chance count)."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("slow_providers", FLOOD_LATENCY))
-        rid, tag = self.recipients[who], uuid.uuid4().hex[:6]
-        flood = self.target.new_driver(history=self.d.history)  # its own connections, the same history
-
-        def remind(i: int) -> Any:
-            return flood.notify(f"{self.run}flood{tag}-{i}", rid, "reminder", "Hatırlatma", f"#{i}", process="flood")
-
-        with ThreadPoolExecutor(FLOOD_CLIENTS) as pool:
-            # only a refusal is a broken promise here: a timeout (info) is an outcome unknown, which the
-            # checks already judge as "maybe accepted" (32 clients on a shared machine can meet one)
-            refused = [op for op in pool.map(remind, range(size)) if op.type == FAIL]
-        self.expect(not refused, f"a valid reminder must be accepted. Actual: {refused[:1]!r}")
         self.send(who, True, "Acil: güvenlik kodu", "urgent, sent after the flood")
 
     @invariant()

@@ -219,3 +219,45 @@ def test_one_event_to_two_recipients_gets_two_notifications_each_about_its_recip
     d.history.complete(d.history.ops[-1], "ok", {**one.value})
     r = answers_belong_to_who_asked(NotificationsAnalysis(d.history, d.provider_calls()))
     assert r.valid is False and "recipient_id asked 'mehmet', answered 'ayse'" in r.first_violation
+
+
+def _urgent_then_reminders(urgent_called_at: float, reminders_called_at: float, *, backoff: float = 0.3,
+                           reminder_channel: str = "sms", reminders: int = 3) -> Any:
+    """An urgent notification accepted at 1.0, then reminders sent just after it for the same recipient;
+    the providers' record calls the urgent one and the reminders at the times given."""
+    from peakproof.cases.notifications import urgent_first_outside_a_backlog
+    from peakproof.history import HandHistory
+
+    h = HandHistory()
+    h.at(0.0).ok("put_recipient", {"recipient_id": "r", "channels": ["sms", "email"],
+                                   "addresses": {"phone": "+90", "email": "r@example.com"}})
+    h.at(1.0).ok("notify", {"event_id": "code", "recipient_id": "r", "priority": "urgent"}, {"notification_id": "u"})
+    for i in range(reminders):
+        h.at(1.01 + 0.001 * i).ok("notify", {"event_id": f"rem{i}", "recipient_id": "r", "priority": "reminder"},
+                                  {"notification_id": f"n{i}"})
+    calls = [{"channel": "sms", "event_id": "code", "recipient_id": "r", "at": urgent_called_at, "outcome": "ok",
+              "latency": 0.01, "idempotency_key": "code/r", "message": {}}]
+    calls += [{"channel": reminder_channel, "event_id": f"rem{i}", "recipient_id": "r",
+               "at": reminders_called_at + 0.001 * i, "outcome": "ok", "latency": 0.01,
+               "idempotency_key": f"rem{i}/r", "message": {}} for i in range(reminders)]
+    return urgent_first_outside_a_backlog(NotificationsAnalysis(h.history, calls, backoff=backoff))
+
+
+def test_an_urgent_notification_held_a_round_while_later_reminders_go_at_once_breaks_priority() -> None:
+    held = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02)
+    assert held.valid is False and held.chances == 1, held.summary()
+    assert "'code'" in held.first_violation and "before it" in held.first_violation
+
+
+def test_reminders_called_with_the_urgent_one_within_the_slack_or_after_it_keep_priority() -> None:
+    together = _urgent_then_reminders(urgent_called_at=1.05, reminders_called_at=1.02)  # 30 ms: dispatched together
+    after = _urgent_then_reminders(urgent_called_at=1.02, reminders_called_at=1.03)
+    assert together.valid is True and after.valid is True and together.chances == after.chances == 1
+
+
+def test_a_reminder_on_another_channel_or_sent_a_round_later_is_no_chance() -> None:
+    other = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02, reminder_channel="email")
+    assert other.chances == 0 and other.valid == "unknown"  # no chance: said, not passed
+    # the slack is half the round, at most 0.25 s: with 30 s rounds a 0.3 s hold still shows
+    long_round = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02, backoff=30.0)
+    assert long_round.valid is False  # the slack is at most 0.25 s, whatever the round

@@ -177,14 +177,17 @@ NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker
                        "--breaker-failures", "4", "--breaker-cool-down", "1")
 
 
-def notifications_properties(mutant: str | None) -> tuple[int, str]:
+def notifications_properties(mutant: str | None, served_options: dict[str, Any] = NOTIFICATIONS_SERVED,
+                             rules: tuple[str, ...] = NOTIFICATIONS_RULES, latency: float = 0.02) -> tuple[int, str]:
+    """The URL properties against ``mutant`` (None: the reference) served with ``served_options``,
+    its rules stated as ``rules``, beside a provider simulator answering in ``latency`` s."""
     from peakproof.launch import ServedTarget
 
-    with ServedTarget("providers", latency=0.02) as providers, \
-            (served(mutant, provider_url=providers.base, **NOTIFICATIONS_SERVED) if mutant else
-             ServedTarget("notifications", provider_url=providers.base, **NOTIFICATIONS_SERVED)) as t:
+    with ServedTarget("providers", latency=latency) as providers, \
+            (served(mutant, provider_url=providers.base, **served_options) if mutant else
+             ServedTarget("notifications", provider_url=providers.base, **served_options)) as t:
         # the contract test aside: tests/quality/test_contract_stage.py runs it against the served reference
-        return properties_against(t.url, "notifications", "--provider-url", providers.base, *NOTIFICATIONS_RULES,
+        return properties_against(t.url, "notifications", "--provider-url", providers.base, *rules,
                                   "-k", "not openapi_contract")
 
 
@@ -216,3 +219,23 @@ def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesi
 def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on() -> None:
     code, out = notifications_properties(None)
     assert code == 0 and "1 passed" in out, out[-3000:]
+
+
+def test_a_service_that_holds_urgent_notifications_a_round_fails_the_properties_and_the_peak(tmp_path: Path) -> None:
+    """Urgent ones wait a round, reminders go at once. The properties catch it by either urgent check
+    (the flood's backlog, or a reminder sent right behind an urgent one: whichever step comes first);
+    the peak, where nothing queues, by urgent_first_outside_a_backlog alone."""
+    from peakproof.launch import ServedTarget
+
+    with ServedTarget("providers", latency=0.02) as providers, \
+            served("notifications-holds-urgent-a-round", provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
+        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
+                                       *NOTIFICATIONS_RULES, "-k", "not openapi_contract")
+        assert code == 1 and re.search(r"urgent_(first_outside_a_backlog|overtakes_reminder_backlog): FAIL", out), \
+            out[-3000:]
+        code, doc, out = load_against(t.url, "notifications-peak", tmp_path, "--scale", "0.1", "--duration", "5",
+                                      "--provider-url", providers.base, "--time-scale", "30",
+                                      *NOTIFICATIONS_RULES)
+    r = result(doc, "urgent_first_outside_a_backlog")
+    assert code == 1 and r["valid"] is False and r["chances"] > 0, out[-3000:]
+    print(f"\nholds-urgent-a-round, the peak: {r['chances']} chances; {r['first_violation'][:300]}")

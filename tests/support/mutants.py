@@ -435,7 +435,24 @@ def notifications_unhashable_channel_is_a_500() -> None:
     NotificationsCore.put_recipient = put_recipient  # type: ignore[method-assign]
 
 
+def notifications_holds_urgent_a_round() -> None:
+    """Every urgent notification waits one round (the backoff) before its first call, while reminders
+    go at once: the urgent mean stays under 5 s at short rounds, and nothing queues for a backlog check
+    to see; a reminder sent after an urgent one reaches the provider first."""
+    from targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore._enqueue
+
+    def enqueue(self: NotificationsCore, n: Any, due: float) -> None:
+        if n.priority == "urgent" and not n.attempts and due <= n.accepted_at:  # accepted just now: hold it
+            due = n.accepted_at + self.backoff
+        return original(self, n, due)
+
+    NotificationsCore._enqueue = enqueue  # type: ignore[method-assign]
+
+
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
+    "notifications-holds-urgent-a-round": ("notifications", notifications_holds_urgent_a_round),
     "tickets-refuses-integral-floats": ("tickets", tickets_refuses_integral_floats),
     "feed-405-without-allow": ("feed", feed_405_without_allow),
     "notifications-unhashable-channel-is-a-500": ("notifications", notifications_unhashable_channel_is_a_500),

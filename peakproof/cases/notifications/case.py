@@ -63,7 +63,7 @@ def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
 _RECORD_CHECKS = ("one_delivery_per_event", "delivery_ratio_at_least", "attempt_budget_respected",
                   "no_retry_after_permanent_on_same_channel", "breaker_counts_only_transient", "preference_respected",
                   "status_matches_providers", "formatting_within_channel_limits",
-                  "urgent_overtakes_reminder_backlog", "answers_belong_to_who_asked")
+                  "urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog", "answers_belong_to_who_asked")
 CAPABILITIES = (
     Capability("setup", "set-up: register a recipient's channels and addresses", ("put_recipient",),
                _RECORD_CHECKS + ("status_moves_forward",), "no scenario and no property can run"),

@@ -81,9 +81,7 @@ class DeliveryRules:
 
     def judging(self) -> dict[str, Any]:
         """The keyword arguments of :class:`NotificationsAnalysis` these rules set."""
-        d = asdict(self)
-        d.pop("backoff")
-        return d
+        return asdict(self)
 
     def describe(self) -> dict[str, Any]:
         return {"attempt budget": self.budget, "backoff (s)": self.backoff,
@@ -101,7 +99,7 @@ class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
                  breaker_window: int = 200, breaker_min_failures: int = 24,
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
-                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0) -> None:
+                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -111,6 +109,7 @@ class NotificationsAnalysis:
         self.ops = history.ops if isinstance(history, History) else list(history)
         self.calls = sorted(calls, key=lambda c: c["at"])
         self.budget = budget
+        self.backoff = backoff  # s between the target's rounds, as stated (BI9)
         self.breaker_window, self.breaker_min_failures = breaker_window, breaker_min_failures
         self.breaker_cool_down = breaker_cool_down
         # The window is rebuilt from provider-side times, the breaker counts completions (a
@@ -445,11 +444,12 @@ def urgent_overtakes_reminder_backlog(a: NotificationsAnalysis) -> CheckResult:
 
 
 from .answers import answers_belong_to_who_asked  # noqa: E402
+from .priority import urgent_first_outside_a_backlog  # noqa: E402
 
 NOTIFICATIONS_CHECKS = (one_delivery_per_event, delivery_ratio_at_least, attempt_budget_respected,
                        no_retry_after_permanent_on_same_channel, breaker_counts_only_transient, preference_respected,
                        status_matches_providers, status_moves_forward, formatting_within_channel_limits,
-                       urgent_overtakes_reminder_backlog, answers_belong_to_who_asked)
+                       urgent_overtakes_reminder_backlog, urgent_first_outside_a_backlog, answers_belong_to_who_asked)
 # Put to the test only when delivery saturates: a run that never saturated it (the peak, when the
 # target keeps up) leaves them out; a run meant to saturate it (a flood) must exercise them.
 SATURATION_CHECKS = ("urgent_overtakes_reminder_backlog",)
