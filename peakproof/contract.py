@@ -134,7 +134,8 @@ def accepted_statuses(schema: dict[str, Any]) -> dict[str, list[str]]:
     for ops in schema.get("paths", {}).values():
         for op in ops.values():
             if isinstance(op, dict) and op.get(REFUSALS_KEY) and op.get("operationId"):
-                out[op["operationId"]] = DEFAULT_ACCEPTED + [str(s) for s in op[REFUSALS_KEY]]
+                stated = [str(s) for s in op[REFUSALS_KEY]]
+                out[op["operationId"]] = DEFAULT_ACCEPTED + [s for s in dict.fromkeys(stated) if s not in DEFAULT_ACCEPTED]
     return out
 
 
@@ -346,3 +347,19 @@ def without_security(schema: dict[str, Any]) -> dict[str, Any]:
             if isinstance(op, dict):
                 op.pop("security", None)
     return out
+
+
+def schemathesis_toml(contracts: dict[str, dict[str, Any]]) -> str:
+    """``schemathesis.toml`` for Schemathesis's own CLI: each contract's stated refusals, per operation,
+    so that ``st run`` judges a reference as this stage does (the project root's copy is this text)."""
+    lines = ["# Schemathesis's own CLI (`st run`) reads this from the directory it runs in: the refusals each of our",
+             "# contracts allows for valid requests in some states (x-peakproof-valid-refusals in the OpenAPI), so",
+             "# `st run http://127.0.0.1:8000/openapi.json --url http://127.0.0.1:8000/<case> --checks all` judges",
+             "# the references as peakproof's contract stage does. Written by peakproof.contract.schemathesis_toml;",
+             "# tests/test_contract.py fails when it drifts from targets/*/openapi.json.", ""]
+    for case, schema in contracts.items():
+        for oid, statuses in accepted_statuses(schema).items():
+            lines += ["[[operations]]", f'include-operation-id = "{oid}"  # {case}',
+                      "checks.positive_data_acceptance.expected-statuses = ["
+                      + ", ".join(f'"{s}"' for s in statuses) + "]", ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -240,16 +240,17 @@ CONTRACTS: list[Any] = []
 
 def contract_for(case: str, config: pytest.Config, work: Path) -> Any:
     """Run the case's contract stage (Schemathesis) against this session's target; record the result.
-    As many test cases an operation as the Hypothesis profile's examples (at most 200); derandomized
-    profiles (ci) use a fixed seed, so a CI run is reproducible."""
+    Test cases an operation for fuzzing and the stateful chains: 40 (the issue's own ``st run
+    --max-examples 40``; the coverage phase tries every boundary whatever the number), 200 under the
+    thorough profile. Derandomized profiles (ci) use a fixed seed, so a CI run is reproducible."""
     from hypothesis import settings
 
     from .contract import contract_stage
 
     current = settings()
     seed = 20261202 if current.derandomize else None
-    result = contract_stage(get_case(case), spec_for(case, config), work,
-                            max_examples=min(200, current.max_examples), seed=seed)
+    examples = 200 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 40
+    result = contract_stage(get_case(case), spec_for(case, config), work, max_examples=examples, seed=seed)
     CONTRACTS.append(result)
     return result
 

@@ -24,7 +24,7 @@ def _finding(check: str = "not_a_server_error") -> ContractFinding:
 
 def test_the_refusals_an_operation_states_are_added_to_what_the_positive_data_check_accepts() -> None:
     accepted = accepted_statuses(TICKETS)
-    assert accepted["reserve"] == DEFAULT_ACCEPTED + ["409", "422", "413"]
+    assert accepted["reserve"] == DEFAULT_ACCEPTED + ["422", "413"]  # 409 is among the defaults already
     assert "putQuota" in accepted and "getQuota" not in accepted  # a GET has no body and states none
 
 
@@ -97,3 +97,15 @@ def test_the_reference_in_process_keeps_its_contract_and_a_broken_one_is_caught(
         stop()
     assert kept.outcome == "PASS", kept.report()
     assert broken.outcome == "FAIL" and any("Allow" in f.message + f.title for f in broken.findings), broken.report()
+
+
+def test_the_project_roots_schemathesis_toml_says_what_the_contracts_state() -> None:
+    """``st run`` from the project root judges the references as the stage does: its config is written
+    from the contracts' stated refusals, and must not drift from them."""
+    from peakproof.contract import schemathesis_toml
+
+    root = Path(__file__).resolve().parents[1]
+    contracts = {name: json.loads(get_case(name).contract_file().read_text(encoding="utf-8"))  # type: ignore[union-attr]
+                 for name in ("tickets", "notifications", "feed")}
+    assert (root / "schemathesis.toml").read_text(encoding="utf-8") == schemathesis_toml(contracts), (
+        "schemathesis.toml is stale: write it again with peakproof.contract.schemathesis_toml")

@@ -241,3 +241,23 @@ def test_no_degraded_read_leaves_the_shard_check_unknown() -> None:
     h.at(5).ok("read", read_args(), page(posts[::-1]))
     r = shard_down_feeds_correct_and_not_empty(FeedAnalysis(h.history))
     assert r.valid == "unknown" and r.counts == {"degraded_reads": 0}
+
+
+def test_a_write_answered_about_another_request_or_one_post_id_for_two_publishes_is_a_violation() -> None:
+    from peakproof.cases.feed.checks import answers_belong_to_who_asked
+
+    def run(first_answer: dict[str, Any], second_answer: dict[str, Any]) -> Any:
+        h = HandHistory()
+        h.at(1.0).ok("follow", {"user_id": "a", "followee_id": "b"}, {"user_id": "a", "followee_id": "b"})
+        h.at(2.0).ok("publish", {"author_id": "b", "text": "one"}, {"created_at": 2.0, **first_answer})
+        h.at(3.0).ok("publish", {"author_id": "c", "text": "two"}, {"created_at": 3.0, **second_answer})
+        return answers_belong_to_who_asked(FeedAnalysis(h.history))
+
+    kept = run({"post_id": "p1", "author_id": "b", "text": "one"}, {"post_id": "p2", "author_id": "c", "text": "two"})
+    assert kept.valid is True and kept.chances == 3
+    other = run({"post_id": "p1", "author_id": "b", "text": "one"}, {"post_id": "p2", "author_id": "b", "text": "one"})
+    assert other.valid is False and "author_id asked 'c', answered 'b'" in other.first_violation
+    twice = run({"post_id": "p1", "author_id": "b", "text": "one"}, {"post_id": "p1", "author_id": "c", "text": "two"})
+    assert twice.valid is False and "post id 'p1' answered two publishes" in twice.first_violation
+    silent = run({"post_id": "p1"}, {"post_id": "p2"})  # a driver that reports no author: the follow alone judged
+    assert silent.valid is True and silent.chances == 1

@@ -138,6 +138,7 @@ def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http() -> 
 @pytest.mark.parametrize("mutant, caught_by", [
     ("feed-ignores-unfollows", "unfollowed_authors_never_shown"),
     ("feed-skips-a-post-at-each-page-boundary", "pages_do_not_skip_or_repeat"),
+    ("feed-answers-with-the-previous-author", "answers_belong_to_who_asked"),
 ])
 def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught_by: str, tmp_path: Path) -> None:
     with served(mutant) as t:

@@ -451,7 +451,28 @@ def notifications_holds_urgent_a_round() -> None:
     NotificationsCore._enqueue = enqueue  # type: ignore[method-assign]
 
 
+def feed_answers_with_the_previous_author() -> None:
+    """Stores each post as asked, but answers a publish with the author and text of the post before it
+    (a response object reused across requests): the client is told about somebody else's post."""
+    from targets.feed.app import FeedApp
+
+    original = FeedApp._publish
+    last: dict[str, Any] = {}
+
+    async def publish(self: FeedApp, req: Any) -> Any:
+        reply = await original(self, req)
+        status, payload = reply[0], dict(reply[1])
+        mine = {k: payload[k] for k in ("author_id", "text")}
+        if last:
+            payload.update(last)
+        last.update(mine)
+        return (status, payload, *reply[2:])
+
+    FeedApp._publish = publish  # type: ignore[method-assign]
+
+
 MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
+    "feed-answers-with-the-previous-author": ("feed", feed_answers_with_the_previous_author),
     "notifications-holds-urgent-a-round": ("notifications", notifications_holds_urgent_a_round),
     "tickets-refuses-integral-floats": ("tickets", tickets_refuses_integral_floats),
     "feed-405-without-allow": ("feed", feed_405_without_allow),

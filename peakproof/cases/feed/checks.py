@@ -428,8 +428,11 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
                     chance_kind="first pages due to show a post older than the window")
 
 
+from .promises import answers_belong_to_who_asked  # noqa: E402
+
 FEED_CHECKS = (feed_is_newest_first, deleted_posts_never_shown, unfollowed_authors_never_shown, no_duplicate_items,
-               pages_do_not_skip_or_repeat, feed_matches_pull_model, inbox_capped, posts_visible_within_window)
+               pages_do_not_skip_or_repeat, feed_matches_pull_model, inbox_capped, posts_visible_within_window,
+               answers_belong_to_who_asked)
 
 
 def check_feed(history: "History | Iterable[Op] | FeedAnalysis", inbox_cap: int = 400,
