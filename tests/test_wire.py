@@ -99,6 +99,37 @@ def test_answers_come_back_whole_over_one_kept_alive_connection(serve) -> None:
     assert server.connections == 1
 
 
+def header_echo(conn: socket.socket) -> None:
+    """Answers each request with the value of its X-Echo header, as received."""
+    while True:
+        req = read_request(conn)
+        if not req:
+            return
+        head = req.partition(b"\r\n\r\n")[0].split(b"\r\n")
+        value = next((line.split(b":", 1)[1].strip() for line in head if line.lower().startswith(b"x-echo:")), b"")
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(value), value))
+
+
+@pytest.mark.http
+def test_each_request_carries_its_own_header_values_whatever_dict_came_before(serve) -> None:
+    # The callers build a headers dict a request (peakproof.http.call); a freed dict's id is reused at
+    # once, so a head cached by id() sent one request's Idempotency-Key with the next request.
+    import gevent
+
+    client = WireClient("127.0.0.1", serve(header_echo).port, 8, 5.0)
+    sent: list[tuple[bytes, bytes]] = []
+
+    def one(i: int) -> None:
+        value = f"key-{i}-{i * 7919 % 1000}".encode()
+        headers = {"Content-Type": "application/json", "X-Echo": value.decode()}  # a new dict each time
+        sent.append((value, client.request("POST", "/q/reservations", b"{}", headers)[1]))
+
+    for start in range(0, 2_000, 200):
+        gevent.joinall([gevent.spawn(one, i) for i in range(start, start + 200)])
+    stale = [(want, got) for want, got in sent if want != got]
+    assert len(sent) == 2_000 and not stale, f"{len(stale)} of {len(sent)} requests carried another request's header: {stale[:3]}"
+
+
 @pytest.mark.http
 def test_a_chunked_answer_and_an_answer_delimited_by_the_close_are_read_whole(serve) -> None:
     def chunked_then_close(conn: socket.socket) -> None:

@@ -73,7 +73,10 @@ class WireClient:
         self.host_header = host if port == 80 else f"{host}:{port}"
         self.idle: list[_Conn] = []  # LIFO: the warmest connection first
         self.slots = gevent.lock.Semaphore(max(1, concurrency))
-        self._heads: dict[tuple[str, str, int], bytes] = {}
+        # Request heads by content: (method, path, the header pairs). Never by id(headers): the callers
+        # build a dict a request, and a freed dict's id is handed to the next one, whose values differ
+        # (a stale Idempotency-Key sent with another request: the bug this key exists to prevent).
+        self._heads: dict[tuple[Any, ...], bytes] = {}
         # Timeouts: one reaper for all requests in flight rather than a timer per wait (a gevent
         # Timeout a read cost ~10% of the engine's CPU). Precision: REAP_EVERY.
         self.in_flight: set[_Conn] = set()
@@ -83,8 +86,8 @@ class WireClient:
         self._view = memoryview(bytearray(READ_BUFFER))
 
     def head(self, method: str, path: str, headers: dict[str, str]) -> bytes:
-        """The request line and headers, built once per (method, path, header set) and cached."""
-        key = (method, path, id(headers))
+        """The request line and headers, built once per (method, path, header names and values) and cached."""
+        key = (method, path, *headers.items())
         head = self._heads.get(key)
         if head is None:
             lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host_header}"]
