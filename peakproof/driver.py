@@ -104,11 +104,13 @@ class HttpDriver:
 
     def _call(self, f: str, args: dict[str, Any], method: str, path: str, body: Any, parse: Callable[[Any], Any],
               *, process: Any = 0, intended_time: float | None = None, name: str | None = None,
-              admin: bool = False, slow: bool = False) -> Op:
-        """One operation of the contract, ``path`` under the base URL."""
+              admin: bool = False, slow: bool = False, headers: dict[str, str] | None = None) -> Op:
+        """One operation of the contract, ``path`` under the base URL. ``headers``: this request's own
+        (an ``Idempotency-Key``, a trace id), sent as given, on top of the admin ones when ``admin``."""
+        if admin and self._admin:
+            headers = {**self._admin, **headers} if headers else self._admin
         return call(self.history, self.slow_transport if slow else self.transport, f, args, method, self.base + path, body, process, parse,
-                    intended_time=intended_time, headers=self._admin if admin else None, name=name or f,
-                    errors=self.errors)
+                    intended_time=intended_time, headers=headers, name=name or f, errors=self.errors)
 
     def side_call(self, f: str, method: str, url: str, body: Any = None, parse: Callable[[Any], Any] = json_object,
                   *, args: dict[str, Any] | None = None, admin: bool = False,

@@ -242,3 +242,33 @@ errors = {k: e.occurrences for k, e in bulk.errors.items()}
 assert errors == {k: e.occurrences for k, e in one.errors.items()}, errors
 print(f"fields equal: {len(fields)} x {len(entries)} entries; errors equal: {len(errors)}")
 """
+
+
+@pytest.mark.http
+@pytest.mark.parametrize("entry", ["peakproof run", "locust -f loadtests/"])
+def test_a_driver_s_per_request_headers_reach_the_target_intact_at_load(entry: str, tmp_path) -> None:
+    # The whole road: a driver's own header on each reservation (tests/support/echo.py), through the
+    # engine's transport and wire client, to a served reference that compares it with the body.
+    import subprocess
+    import sys
+
+    import requests
+
+    from tests.support.echo import ECHO_HEADER
+    from tests.support.locust_run import ROOT, run_locust
+    from tests.support.mutants import served
+
+    driver = "tests/support/echo.py:EchoTickets"
+    with served("tickets-checks-echo") as t:
+        if entry == "peakproof run":
+            proc = subprocess.run([sys.executable, "-m", "peakproof", "run", "tickets", "--target-url", t.url,
+                                   "--driver", driver, "--skip-properties", "--scale", "0.1", "--calibrated-rate", "20000",
+                                   "--report-dir", str(tmp_path)],
+                                  capture_output=True, text=True, timeout=300, cwd=ROOT)
+            out = proc.stdout + proc.stderr
+        else:
+            _, _, out = run_locust(t.url, "tickets-opening", tmp_path, "--scale", "0.1", "--driver", driver)
+        echo = requests.get(f"{t.url}/_echo", timeout=5).json()
+    print(f"\n{entry}: {ECHO_HEADER} right {echo['right']:,}, stale {echo['stale']:,}, missing {echo['missing']:,}")
+    assert echo["right"] >= 1_000, f"the load sent too few reservations to judge: {echo}\n{out[-3000:]}"
+    assert echo["stale"] == 0 and echo["missing"] == 0, echo

@@ -401,6 +401,56 @@ def _rewrite_json(body: bytes, times: str) -> bytes:
     return json.dumps(walk(doc)).encode()
 
 
+def tickets_checks_echo() -> None:
+    """Not a mutant: the reference, counting whether each reservation's ``X-Peakproof-Echo`` header
+    names the buyer and request id of its own body (``tests/support/echo.py``); ``GET <base>/_echo``
+    answers the counts: right, stale (another request's value), missing."""
+    from targets.tickets.app import TicketsApp
+
+    original = TicketsApp.__call__
+    counts = {"right": 0, "stale": 0, "missing": 0}
+    stale: list[str] = []
+
+    async def call(self: TicketsApp, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await original(self, scope, receive, send)
+        if scope["method"] == "GET" and scope["path"].endswith("/_echo"):
+            body = json.dumps({**counts, "examples": stale[:5]}).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if not (scope["method"] == "POST" and scope["path"].endswith("/reservations")):
+            return await original(self, scope, receive, send)
+        messages, more = [], True
+        while more:
+            messages.append(await receive())
+            more = messages[-1].get("more_body", False)
+        try:
+            doc = json.loads(b"".join(m.get("body", b"") for m in messages))
+            want = f"{doc['buyer_id']} {doc['request_id']}"
+        except (ValueError, KeyError, TypeError):
+            want = None
+        got = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-peakproof-echo"), None)
+        if want is not None:
+            if got is None:
+                counts["missing"] += 1
+            elif got == want:
+                counts["right"] += 1
+            else:
+                counts["stale"] += 1
+                stale.append(f"body {want!r}, header {got!r}")
+        replay = iter(messages)
+
+        async def again() -> dict:
+            return next(replay, {"type": "http.disconnect"})
+
+        await original(self, scope, again, send)
+
+    TicketsApp.__call__ = call  # type: ignore[method-assign]
+
+
 def tickets_refuses_integral_floats() -> None:
     """A quantity of 7.0 is refused with a 400 (a strict ``isinstance(x, int)``), though JSON Schema's
     ``integer`` is any number with a zero fraction: a schema-valid request refused."""
@@ -500,6 +550,7 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "notifications-dedups-on-event-alone": ("notifications", notifications_dedups_on_event_alone),
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
+    "tickets-checks-echo": ("tickets", tickets_checks_echo),
     "feed-http-semantics": ("feed", http_semantics()),
     "feed-epoch-times": ("feed", http_semantics("epoch")),
     "notifications-http-semantics": ("notifications", http_semantics()),
