@@ -282,15 +282,107 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                                                             "failed" if report.when == "call" else "errors")
         c[key] += 1
         if key in ("failed", "errors") and not _OUTCOMES.first_failure:
-            text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
-            lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
-            _OUTCOMES.first_failure = f"{report.nodeid}: {(lines[0] if lines else text.strip()[-300:])[:300]}"
+            reason = getattr(report, "peakproof_reason", None)
+            if reason is None:  # a report this plugin did not classify: pytest's own lines, whole
+                text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
+                lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
+                reason = f"{report.nodeid}: {lines[0] if lines else text.strip()}"
+            _OUTCOMES.first_failure = reason
+
+
+# What the properties could not decide although they ran: a flaky replay with no violation kept, the
+# harness's own time limit, a crash of the harness. Each makes the session exit NOT_EXERCISED_EXIT (the
+# properties' result INCONCLUSIVE naming it), never FAIL: none of them is the target's.
+UNDECIDED: list[str] = []
+
+TIMEOUT_PREFIX = "Timeout (>"  # pytest-timeout's failure message
+
+
+def failure_kind(error: BaseException) -> tuple[str, str]:
+    """("violation" | "undecided" | "harness", the reason in full) for what a property raised.
+
+    A broken promise is an AssertionError or pytest's failure (``pytest.fail``); the harness's
+    own time limit (pytest-timeout), a flaky replay with no violation (:class:`~peakproof.realtime.
+    Undecided`) and any other exception are not the target's: they are never FAIL."""
+    from .realtime import PropertyViolated, Undecided
+
+    chain = list(_chain(error))
+    for e in chain:
+        text = str(getattr(e, "msg", "") or e)
+        if isinstance(e, pytest.fail.Exception) and text.startswith(TIMEOUT_PREFIX):
+            return "undecided", (f"stopped by the harness's own limit, not the target: {text.strip()} (pytest's "
+                                 f"--timeout / the timeout ini); raise it above the duration the run announced, "
+                                 f"or state the target's shorter windows (--help)")
+    if isinstance(error, PropertyViolated):
+        return "violation", error.reason
+    if isinstance(error, Undecided):
+        return "undecided", str(error)
+    if isinstance(error, (AssertionError, pytest.fail.Exception)):
+        return "violation", str(getattr(error, "msg", "") or error).strip()
+    return "harness", (f"the harness raised {type(error).__name__}: {error} (a bug in peakproof or its "
+                       f"options, not the target's failure; the traceback is above)")
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]  # type: ignore[list-item]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A property's failure, read once: a broken promise stays failed (its reason whole); what was
+    not the target's (the harness's limit, a flaky replay, a crash of the harness) becomes an
+    INCONCLUSIVE skip with its reason, and the session exits NOT_EXERCISED_EXIT."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is None or report.outcome != "failed" or Path(str(item.path)).parent.name != "properties":
+        return
+    kind, reason = failure_kind(call.excinfo.value)
+    report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
+    if kind == "violation":
+        return
+    UNDECIDED.append(f"{item.nodeid}: {reason}")
+    if kind == "harness":
+        report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
+    report.outcome = "skipped"
+    report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
+
+
+def extend_harness_timeout(item: pytest.Item, seconds: float) -> float | None:
+    """Re-arm pytest-timeout (when it is on) so that it fires no sooner than ``seconds`` from now: a
+    run that announced how long it takes is never cut short by a shorter limit of the harness.
+    Returns the new limit, or None when no limit was on or it was long enough."""
+    hook = item.config.pluginmanager.hook
+    if not hasattr(hook, "pytest_timeout_set_timer") or not hasattr(item, "cancel_timeout"):
+        return None
+    marker = item.get_closest_marker("timeout")
+    current = (marker.args[0] if marker and marker.args else None) or item.config.getoption("timeout", None) \
+        or item.config.getini("timeout")
+    try:
+        current = float(current or 0)
+    except (TypeError, ValueError):
+        return None
+    if current <= 0 or current >= seconds:
+        return None
+    from pytest_timeout import Settings  # the plugin's own record of a timer's settings
+
+    method = item.config.getoption("timeout_method", None) or item.config.getini("timeout_method") or "signal"
+    hook.pytest_timeout_cancel_timer(item=item)
+    hook.pytest_timeout_set_timer(item=item, settings=Settings(seconds, method, False, False))
+    return seconds
 
 
 def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
                       chances: dict[str, int], lacking: dict[str, str] | None = None,
                       waived: list[str] | None = None, off_contract: list[str] | None = None,
-                      not_exercised: list[str] | None = None) -> StageResult:
+                      not_exercised: list[str] | None = None, undecided: list[str] | None = None) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
     PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
     ran, a capability the properties needed was missing, the target spoke another API, or pytest
@@ -300,8 +392,8 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
             "waived": list(waived or [])}
     if counts["failed"]:
         return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
-    if off_contract or lacking or not_exercised:
-        return StageResult("properties", "INCONCLUSIVE", list(dict.fromkeys(off_contract or []))
+    if off_contract or lacking or not_exercised or undecided:
+        return StageResult("properties", "INCONCLUSIVE", list(undecided or []) + list(dict.fromkeys(off_contract or []))
                            + [f"properties skipped: {why}" for why in (lacking or {}).values()]
                            + list(not_exercised or []), detail=detail, data=data)
     if exitstatus == 0 and counts["passed"]:
@@ -343,14 +435,15 @@ def not_exercised(config: pytest.Config) -> list[str]:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     untested = not_exercised(config) + _contract_undecided()
-    if untested and int(exitstatus) == 0:
+    if (untested or UNDECIDED) and int(exitstatus) == 0:
         session.exitstatus = NOT_EXERCISED_EXIT
     out = config.getoption("--result", None)
     if not out and config.getoption("--spec", None):
         out = RunSpec.load(config.getoption("--spec")).result
     if out:
         result = properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure,
-                                   dict(EXERCISED), _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested)
+                                   dict(EXERCISED), _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested,
+                                   list(UNDECIDED))
         result.data["contract"] = [r.to_json() for r in CONTRACTS]  # peakproof run's contract stage reads it
         result.dump(out)
 
@@ -380,6 +473,10 @@ def _lacking_sentences() -> dict[str, str]:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """How many chances to fail each check had over the run; what could not be tested, and why."""
     tr = terminalreporter
+    if UNDECIDED:
+        tr.section(f"peakproof: properties that ran but decided nothing (INCONCLUSIVE, exit {NOT_EXERCISED_EXIT})")
+        for line in UNDECIDED:
+            tr.write_line(f"  {line}")
     if LACKING or WAIVED or OFF_CONTRACT:
         tr.section("peakproof: not tested against this target")
         for line in dict.fromkeys(OFF_CONTRACT):

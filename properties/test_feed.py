@@ -27,6 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from peakproof.cases.feed import check_feed
 from peakproof.checks import assert_checks
 from peakproof.pytest_plugin import Target, assert_contract_kept, contract_for
+from peakproof.realtime import run_machine
 
 USERS = [f"u{i}" for i in range(4)]
 CAP, THRESHOLD = 6, 1
@@ -163,8 +164,8 @@ def test_a_served_feed_matches_the_pull_model_over_http(feed_target: Target) -> 
 
     # the profile's budget (an example is ~30 ms over loopback); the first failing run is reported as
     # found: shrinking it over HTTP replays hundreds of runs against a live server (minutes)
-    run_state_machine_as_test(Machine, settings=settings(settings.default,
-                                                         phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+    run_machine(feed_target, Machine, settings=settings(settings.default,
+                                                        phases=[Phase.explicit, Phase.reuse, Phase.generate]))
 
 
 @pytest.mark.parametrize("policy", ["push", "pull"])

@@ -57,6 +57,20 @@ def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_
     assert r["chances"] >= 1 and "sold it" in r["first_violation"]
 
 
+@pytest.mark.parametrize("mutant, check", [
+    # answers that depend on time as a real shop's do: Hypothesis's replay of the violating run goes
+    # otherwise, and the verdict is the first violating run's all the same
+    ("tickets-expiry-job", "expired_hold_is_never_sold"),
+    ("tickets-one-reservation-for-two-request-ids", "answers_belong_to_who_asked"),
+])
+def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_and_its_history(
+        mutant: str, check: str) -> None:
+    with served(mutant) as t:
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
+    assert code == 1 and f"{check}: FAIL" in out, out[-3000:]
+    assert "the violating run's history" in out and "Flaky" not in out, out[-3000:]
+
+
 LEASE_FAULTS = ("--scale", "0.0125", "--time-scale", "24")
 
 

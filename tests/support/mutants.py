@@ -401,6 +401,60 @@ def _rewrite_json(body: bytes, times: str) -> bytes:
     return json.dumps(walk(doc)).encode()
 
 
+def tickets_expiry_job() -> None:
+    """A shop's periodic expiry job: lapsed holds are released by a job that runs once a second, and a
+    confirm sells any hold still marked held, lapsed or not, until the job has run (the answers depend
+    on time as a real shop's do; the bug: a hold sold after the expiry the shop itself announced)."""
+    from dataclasses import replace as _replace
+
+    from targets.tickets.app import Supervisor
+    from targets.tickets.core import Cancelled, Change, Expired, QuotaRow, TicketsCore
+
+    def confirm(self: TicketsCore, reservation_id: str) -> Any:
+        res = self._reservation(reservation_id)
+        if res.status == "sold":
+            return res
+        if res.status == "expired":
+            raise Expired(f"reservation {reservation_id} expired at {res.expires_at}")
+        if res.status == "cancelled":
+            raise Cancelled(f"reservation {reservation_id} was cancelled")
+
+        def decide(row: QuotaRow, now: float) -> Change:  # no look at the clock: the job's business
+            new = _replace(row, held=row.held - res.quantity, sold=row.sold + res.quantity)
+            return Change(new, None, transition=(reservation_id, "held", "sold"))
+
+        self.run(self._mutate(res.quota_id, self._state(res.quota_id), decide))
+        return self._reservation(reservation_id)
+
+    TicketsCore.confirm = confirm  # type: ignore[method-assign]
+    TicketsCore.get_reservation = TicketsCore._reservation  # type: ignore[method-assign]  # status as stored
+    original = Supervisor.__init__
+
+    def every_second(self: Supervisor, core: Any, interval: float = 0.1, health: Any = None) -> None:
+        original(self, core, 1.0, health)
+
+    Supervisor.__init__ = every_second  # type: ignore[method-assign]
+
+
+def tickets_one_reservation_for_two_request_ids() -> None:
+    """A reservation cache keyed on (quota, buyer) alone: a buyer's second request id, within the
+    hold, gets the first request's reservation back (one reservation answering two request ids)."""
+    from targets.tickets.core import TicketsCore
+
+    original = TicketsCore.reserve_fast
+
+    def reserve_fast(self: TicketsCore, quota_id: str, buyer_id: str, quantity: int, request_id: str,
+                     **kw: Any) -> Any:
+        for (q, b, _rid), held in list(getattr(self.store, "_keys", {}).items()):
+            if q == quota_id and b == buyer_id and type(quantity) is int:
+                current = self.store.get_reservation(held if isinstance(held, str) else held.reservation_id)
+                if current is not None and current.status == "held" and current.quantity == quantity:
+                    return current  # "the buyer already holds these": another request id's reservation
+        return original(self, quota_id, buyer_id, quantity, request_id, **kw)
+
+    TicketsCore.reserve_fast = reserve_fast  # type: ignore[method-assign]
+
+
 def tickets_checks_echo() -> None:
     """Not a mutant: the reference, counting whether each reservation's ``X-Peakproof-Echo`` header
     names the buyer and request id of its own body (``tests/support/echo.py``); ``GET <base>/_echo``
@@ -551,6 +605,8 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
     "tickets-checks-echo": ("tickets", tickets_checks_echo),
+    "tickets-expiry-job": ("tickets", tickets_expiry_job),
+    "tickets-one-reservation-for-two-request-ids": ("tickets", tickets_one_reservation_for_two_request_ids),
     "feed-http-semantics": ("feed", http_semantics()),
     "feed-epoch-times": ("feed", http_semantics("epoch")),
     "notifications-http-semantics": ("notifications", http_semantics()),
