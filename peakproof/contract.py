@@ -7,6 +7,17 @@ refused, positive data accepted, 405 with ``Allow``, use after free, ...). What 
 (the invariants) stays in the properties; this stage asks whether the target and its contract
 agree. It runs in process against a reference's ASGI app, or over HTTP against any URL.
 
+Not every disagreement is a broken promise. Each finding is judged (:func:`judge_finding`):
+
+* **allowed by HTTP**, dropped: ``501 Not Implemented`` to a method the server does not
+  implement (RFC 9110 15.6.2; 405 is for a method known but not allowed on that resource) is
+  neither a server error nor the wrong answer to an undeclared method;
+* a **note**, shown with its ``curl`` but not a FAIL of the design: a 4xx to a request the contract
+  allows (a stricter parser than JSON Schema's: ``7.0`` refused as an integer, an id with NUL or
+  a lone surrogate that PostgreSQL text cannot hold, an extra field refused). The design's own
+  checks judge what buyers send; ``--strict-contract`` makes every note a finding;
+* a **finding** otherwise (a 5xx, an answer off the contract's shape, invalid data accepted, ...).
+
 A refusal a contract documents for valid requests in some states (409 sold out, 422 a request
 id reused for another request) is stated in the schema itself, on the operation:
 ``x-peakproof-valid-refusals: [409, 422]``; the positive-data check then accepts those statuses
@@ -69,14 +80,22 @@ class ContractResult:
     test_cases: int = 0
     checks_run: dict[str, int] = field(default_factory=dict)  # check -> test cases it judged
     findings: list[ContractFinding] = field(default_factory=list)
+    notes: list[ContractFinding] = field(default_factory=list)  # disagreements that break no promise of the design
+    allowed: int = 0  # answers HTTP allows that Schemathesis flagged (501 to an unimplemented method), dropped
+    strict: bool = False  # --strict-contract: the notes fail too
     errors: list[str] = field(default_factory=list)  # what stopped Schemathesis testing something
     skipped: str | None = None  # why the stage did not run at all
     unchecked: list[str] = field(default_factory=list)  # what it was not asked to check, and why
     elapsed: float = 0.0
 
     @property
+    def failing(self) -> list[ContractFinding]:
+        """What FAILs the stage: the findings, and under --strict-contract the notes too."""
+        return self.findings + (self.notes if self.strict else [])
+
+    @property
     def outcome(self) -> str:
-        if self.findings:
+        if self.failing:
             return "FAIL"
         if self.skipped or self.errors or not self.test_cases:
             return "INCONCLUSIVE"
@@ -86,13 +105,19 @@ class ContractResult:
         if self.skipped:
             return f"contract (Schemathesis): skipped: {self.skipped}"
         phases = ", ".join(f"{name} {status}" for name, status in self.phases.items()) or "none"
-        return (f"contract (Schemathesis): {self.outcome}: {len(self.findings)} finding(s), {self.test_cases:,} test "
+        notes = f", {len(self.notes)} note(s){' (failing: --strict-contract)' if self.strict else ''}" if self.notes else ""
+        allowed = f", {self.allowed} answer(s) HTTP allows not counted (501 to an unimplemented method)" \
+            if self.allowed else ""
+        return (f"contract (Schemathesis): {self.outcome}: {len(self.findings)} finding(s){notes}{allowed}, "
+                f"{self.test_cases:,} test "
                 f"cases over {self.operations} operations, {len(self.errors)} error(s); phases: {phases}; "
                 f"seed {self.seed}; {self.source} against {self.target}; {self.elapsed:.1f} s"
                 + (f"; not checked: {', '.join(self.unchecked)}" if self.unchecked else ""))
 
     def reasons(self) -> list[str]:
         out = [f"contract: {f.text()}" for f in self.findings]
+        out += [f"contract note{' (failing: --strict-contract)' if self.strict else ''}: {f.text()}\n    why a note: "
+                f"{NOTE_WHY}" for f in self.notes]
         out += [f"contract: Schemathesis could not test: {e}" for e in self.errors]
         if self.skipped:
             out.append(f"contract: skipped: {self.skipped}")
@@ -109,7 +134,7 @@ class ContractResult:
             return []
         out = []
         for name, judged in sorted(self.checks_run.items()):
-            mine = [f for f in self.findings if f.check == name]
+            mine = [f for f in self.failing if f.check == name]
             out.append(CheckResult(
                 f"contract: {name}", False if mine else True, {"violations": len(mine)},
                 first_violation=mine[0].text() if mine else None, examples=[f.text() for f in mine[:5]],
@@ -125,7 +150,25 @@ class ContractResult:
     def from_json(cls, d: dict[str, Any]) -> "ContractResult":
         d = {k: v for k, v in d.items() if k != "outcome"}
         d["findings"] = [ContractFinding(**f) for f in d.get("findings", [])]
+        d["notes"] = [ContractFinding(**f) for f in d.get("notes", [])]
         return cls(**d)
+
+
+NOTE_WHY = ("a request the contract allows was refused with a 4xx: a stricter parser than the contract's (an "
+            "integral float, an id with NUL or a lone surrogate, an extra field) breaks no promise of the design; "
+            "the design's own checks judge the requests buyers send. --strict-contract fails it")
+
+
+def judge_finding(check: str, status: int | None, method: str | None, documented: set[str]) -> str:
+    """"allowed" (HTTP allows this answer: not a finding), "note" (no promise of the design broken) or
+    "finding". ``method``: the request's; ``documented``: the methods the contract lists on its path."""
+    if status == 501 and method is not None and method.upper() not in documented \
+            and check in ("unsupported_method", "not_a_server_error", "status_code_conformance",
+                          "content_type_conformance", "response_headers_conformance"):
+        return "allowed"  # RFC 9110 15.6.2: the server does not implement the method at all
+    if check == "positive_data_acceptance" and status is not None and 400 <= status < 500:
+        return "note"
+    return "finding"
 
 
 def accepted_statuses(schema: dict[str, Any]) -> dict[str, list[str]]:
@@ -215,6 +258,8 @@ def run_contract(case: str, schema: dict[str, Any], *, app: Any = None, base_url
         result.elapsed = time.monotonic() - t0
         return result
     seen: set[tuple[str, str, str, int | None]] = set()
+    documented = {path: {m.upper() for m in ops if isinstance(ops.get(m), dict)}
+                  for path, ops in schema.get("paths", {}).items()}
     errors: dict[str, int] = {}  # each error once, with how often it came
     deadline = t0 + max_time
     for event in stream:
@@ -223,7 +268,7 @@ def run_contract(case: str, schema: dict[str, Any], *, app: Any = None, base_url
             result.errors.append(f"the stage passed its bound of {max_time} s and was stopped (a slow target?)")
             break
         if isinstance(event, events.ScenarioFinished):
-            _read_scenario(event, result, seen, app is not None, base_url)
+            _read_scenario(event, result, seen, app is not None, base_url, documented)
         elif isinstance(event, events.PhaseFinished):
             name = event.phase.name.value if hasattr(event.phase.name, "value") else str(event.phase.name)
             if name in PHASES:
@@ -249,7 +294,7 @@ def run_contract(case: str, schema: dict[str, Any], *, app: Any = None, base_url
 
 
 def _read_scenario(event: Any, result: ContractResult, seen: set[tuple[str, str, str, int | None]],
-                   in_process: bool, base_url: str | None) -> None:
+                   in_process: bool, base_url: str | None, documented: dict[str, set[str]]) -> None:
     rec = event.recorder
     result.test_cases += len(rec.cases)
     for case_id, nodes in rec.checks.items():
@@ -262,6 +307,11 @@ def _read_scenario(event: Any, result: ContractResult, seen: set[tuple[str, str,
             response = rec.find_response(case_id=case_id)
             status = getattr(response, "status_code", None)
             operation = getattr(failure, "operation", None) or rec.label
+            method = _method_of(rec, case_id, info.code_sample)
+            kind = judge_finding(node.name, status, method, documented.get(operation.partition(" ")[2], set()))
+            if kind == "allowed":
+                result.allowed += 1
+                continue
             key = (operation, node.name, failure.title, status)
             if key in seen:
                 continue
@@ -270,10 +320,20 @@ def _read_scenario(event: Any, result: ContractResult, seen: set[tuple[str, str,
             if in_process:  # the ASGI transport's host: say where a served reference would be
                 curl = curl.replace(IN_PROCESS_HOST, "http://127.0.0.1:8000") + "  # against `peakproof serve " + \
                     result.case + "`"
-            result.findings.append(ContractFinding(
+            (result.notes if kind == "note" else result.findings).append(ContractFinding(
                 operation=operation, check=node.name, code=str(getattr(failure, "code", "") or ""),
                 title=failure.title, message=_one_line(getattr(failure, "message", "") or ""), status=status,
                 answer=_answer(response), curl=curl, phase=str(getattr(event.phase, "value", event.phase))))
+
+
+def _method_of(rec: Any, case_id: Any, curl: str) -> str | None:
+    """The request's method: from the recorded case, else from its curl (``curl -X METHOD``)."""
+    node = getattr(rec, "cases", {}).get(case_id)
+    method = getattr(getattr(node, "value", None), "method", None)
+    if method:
+        return str(method)
+    words = curl.split()
+    return words[words.index("-X") + 1] if "-X" in words[:-1] else None
 
 
 def _answer(response: Any) -> str:
@@ -314,8 +374,10 @@ def contract_stage(case: "Case", spec: "RunSpec", work: Path, *, max_examples: i
                                   skipped=f"the {case.name} case has no reference app to check in process")
         app, headers, stop = case.contract_app(work)
         try:
-            return run_contract(case.name, schema, app=app, headers=headers, source=label,
-                                max_examples=max_examples, seed=seed)
+            result = run_contract(case.name, schema, app=app, headers=headers, source=label,
+                                  max_examples=max_examples, seed=seed)
+            result.strict = spec.strict_contract
+            return result
         finally:
             stop()
     headers = {"Authorization": f"Bearer {spec.admin_token}"} if spec.admin_token else {}
@@ -328,6 +390,7 @@ def contract_stage(case: "Case", spec: "RunSpec", work: Path, *, max_examples: i
                           max_examples=max_examples, seed=seed, request_timeout=spec.request_timeout,
                           excluded=("ignored_auth",) if unchecked else ())
     result.unchecked += unchecked
+    result.strict = spec.strict_contract
     return result
 
 

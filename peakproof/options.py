@@ -189,6 +189,9 @@ SHARED: tuple[Option, ...] = (
     Option("openapi", "the OpenAPI (URL or file) the contract stage (Schemathesis) checks the target against. "
                       "Default: the case's own contract; with --driver your API's, or the stage is skipped",
            frozenset({RUN, PYTEST}), metavar="URL|FILE"),
+    Option("strict_contract", "every contract finding FAILs, also the notes: answers that break no promise of the "
+                              "design (a stricter parser than the contract's, ids PostgreSQL cannot store)",
+           frozenset({RUN, PYTEST}), action="store_true"),
     Option("without", "a capability your service does not have (e.g. stats, inbox_size): the checks it feeds are "
                       "waived, and listed as such in the verdict (repeatable)",
            frozenset({RUN, LOCUST, PYTEST}), action="append", metavar="CAPABILITY"),

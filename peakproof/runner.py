@@ -49,6 +49,12 @@ class Part:
     detail: str
     results: list[CheckResult] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    skipped: bool = False  # did not run at all (shown "skipped", never "ok"); its reasons say why
+
+    @property
+    def mark(self) -> str:
+        return "skipped" if self.skipped else {Outcome.PASS: "ok", Outcome.FAIL: "FAIL", Outcome.INCONCLUSIVE: "??"}[
+            self.outcome]
 
 
 def run(spec: RunSpec) -> int:
@@ -136,8 +142,7 @@ def run(spec: RunSpec) -> int:
             for reason in p.reasons[:4]:
                 print(f"  why ({p.name}): {reason}")
     for p in parts:
-        print(f"  [{ {Outcome.PASS: 'ok', Outcome.FAIL: 'FAIL', Outcome.INCONCLUSIVE: '??'}[p.outcome] }] "
-              f"{p.name}: {p.detail}")
+        print(f"  [{p.mark}] {p.name}: {p.detail}")
         for r in p.results:
             print("      " + r.line().replace("\n", "\n      "))
     print(f"exit {outcome.exit_code}: 0 PASS, 1 FAIL (the target broke a promise), 2 INCONCLUSIVE (not decided), "
@@ -318,18 +323,22 @@ def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
     res = ContractResult.from_json(found[-1])
     name = "contract (Schemathesis)"
     if res.skipped:
-        return Part(name, Outcome.PASS, f"skipped: {res.skipped}", reasons=[f"contract skipped: {res.skipped}"])
+        return Part(name, Outcome.PASS, f"skipped: {res.skipped}", reasons=[f"contract skipped: {res.skipped}"],
+                    skipped=True)
     now = time.time()
     report = RunReport(f"{case.name}-contract", res.target, now - res.elapsed, now,
                        {"openapi": res.source, "seed": res.seed, "phases": res.phases, "operations": res.operations,
                         "test cases": res.test_cases, "not checked": ", ".join(res.unchecked) or "-"},
-                       res.as_checks(), [], [], details={"findings": "\n\n".join(f.text() for f in res.findings)
-                                                         or "none", "errors": "\n".join(res.errors) or "none"},
+                       res.as_checks(), [], [], details={"findings": "\n\n".join(f.text() for f in res.failing)
+                                                         or "none",
+                                                         "notes (no promise of the design broken)": "\n\n".join(
+                                                             f.text() for f in res.notes) or "none",
+                                                         "errors": "\n".join(res.errors) or "none"},
                        harness_errors=list(res.errors) if res.outcome == "INCONCLUSIVE" and res.errors else [])
     html = write_report(report, spec.report_dir)
     print(f"peakproof: {res.headline()}; report {html}", flush=True)
     outcome = Outcome[res.outcome]
-    return Part(name, outcome, f"{len(res.findings)} finding(s), {res.test_cases:,} test cases, phases "
+    return Part(name, outcome, f"{len(res.failing)} finding(s), {len(res.notes)} note(s), {res.test_cases:,} test cases, phases "
                 f"{', '.join(f'{k} {v}' for k, v in res.phases.items())}; report {html.name}",
                 res.as_checks(), res.reasons())
 

@@ -32,6 +32,7 @@ class RunSpec:
     policy: str | None = None
     driver: str | None = None
     openapi: str | None = None  # the contract stage's OpenAPI (URL or file); None: the case's own contract
+    strict_contract: bool = False  # every contract finding FAILs, the notes (no design promise broken) too
     admin_token: str | None = None
     scenario: str = ""  # the stage's scenario (a load stage); "" for the run as a whole
     scale: float | str = "auto"  # "auto" until the calibration has fitted it

@@ -390,7 +390,10 @@ def test_requests_outside_the_contract_are_refused_with_a_4xx_and_change_no_stoc
     _assert_stock_untouched(tickets_url, quota, session)
 
 
-_contract_id = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=200)
+# What a buyer's app sends as an id: text a person or a program writes (Turkish, emoji, punctuation), not every
+# string JSON allows: no control characters (NUL), no lone surrogates, nothing unassigned. A shop whose
+# database cannot hold NUL is not broken (its refusal is a contract note, not valid_requests_accepted's FAIL).
+_contract_id = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cn", "Co")), min_size=1, max_size=200)
 
 
 @pytest.fixture(scope="module")
@@ -427,7 +430,7 @@ def test_every_reservation_the_contract_allows_is_granted_to_who_asked(
 
 
 @pytest.mark.http
-@given(some_id=st.text(min_size=1, max_size=40), action=st.sampled_from(["confirm", "cancel", "get", "quota"]))
+@given(some_id=st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cn", "Co")), min_size=1, max_size=40), action=st.sampled_from(["confirm", "cancel", "get", "quota"]))
 def test_unknown_ids_get_a_404_in_the_contract_shape(
         tickets_url: str, robust_quota: tuple[str, requests.Session], some_id: str, action: str) -> None:
     quota, session = robust_quota

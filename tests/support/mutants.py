@@ -18,6 +18,8 @@ import sys
 from dataclasses import replace
 from typing import Any, Callable
 
+from .stdlib_server import on_stdlib
+
 
 def tickets_sells_expired_holds() -> None:
     """A confirm that arrives after the hold lapsed still answers 'sold' (the buyer who pays at
@@ -605,6 +607,10 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     # variants: every promise kept, answered as HTTP allows (the harness must PASS them)
     "tickets-http-semantics": ("tickets", http_semantics()),
     "tickets-checks-echo": ("tickets", tickets_checks_echo),
+    # correct services on the standard library's http.server, answering as that stack does (stdlib_server.py)
+    "tickets-on-stdlib": ("tickets", on_stdlib("tickets")),
+    "feed-on-stdlib": ("feed", on_stdlib("feed")),
+    "notifications-on-stdlib": ("notifications", on_stdlib("notifications")),
     "tickets-expiry-job": ("tickets", tickets_expiry_job),
     "tickets-one-reservation-for-two-request-ids": ("tickets", tickets_one_reservation_for_two_request_ids),
     "feed-http-semantics": ("feed", http_semantics()),
