@@ -418,6 +418,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         _checks.IN_PROPERTY[0] = False
 
 
+# Why a check cannot get a chance in this session, when a property knows it (the stated slack is wider than
+# the waits a step makes, ...): the not-exercised line says this instead of "a longer run may give it one".
+UNREACHABLE: dict[str, str] = {}
+
+
 def not_exercised(config: pytest.Config) -> list[str]:
     """A sentence per check the properties judged with no chance to fail over the whole session
     (not waived, not left to a capability the target lacks): the run could not have caught its bug."""
@@ -425,9 +430,10 @@ def not_exercised(config: pytest.Config) -> list[str]:
     lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in LACKING
                for check in cap.checks}
     return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
-            f"in any history it judged): this run could not have caught its bug; a longer run "
-            f"(HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one, "
-            f"--without waives it"
+            f"in any history it judged): this run could not have caught its bug; "
+            + (f"no run with these settings can: {UNREACHABLE[name]}" if name in UNREACHABLE else
+               "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
+            + ", --without waives it"
             for name, (n, kind) in sorted(PROPERTY_CHANCES.items())
             if not n and name not in waived and name not in lacking]
 

@@ -278,6 +278,9 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
     return spec, text
 
 
+PROPERTIES_LIMIT = 1_800  # s: the properties stage's bound under peakproof run (a hung target must not hang the run)
+
+
 def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     props = case.properties_file()
     result = work / "properties-result.json"
@@ -290,10 +293,13 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     name = "properties (Hypothesis)"
     env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROPERTIES_LIMIT)
     except subprocess.TimeoutExpired:
-        return Part(name, Outcome.INCONCLUSIVE, "did not finish within 900 s",
-                    reasons=["the properties did not finish within 900 s (a hung target?)"])
+        return Part(name, Outcome.INCONCLUSIVE, f"stopped by the harness's own limit ({PROPERTIES_LIMIT:,} s)",
+                    reasons=[f"the properties were stopped by peakproof run's own limit of {PROPERTIES_LIMIT:,} s, "
+                             f"not by the target: nothing was decided. State the target's shorter windows "
+                             f"(--help: --hold-window, --backoff, ...), run fewer examples (HYPOTHESIS_PROFILE=dev), "
+                             f"or run pytest properties/ directly, which has no such limit"])
     took = f" in {time.monotonic() - t0:.1f} s, against {spec.target_url}"
     if not result.exists():  # pytest stopped before its session ended: its options or our plugin
         print(proc.stdout[-3000:], proc.stderr[-2000:])

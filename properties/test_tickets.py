@@ -33,7 +33,8 @@ from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK, History
 from peakproof.interleave import LAPSE, Stuck, kill
-from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for, extend_harness_timeout, spec_for
+from peakproof.pytest_plugin import (UNREACHABLE, Target, announce, assert_contract_kept, contract_for,
+                                     extend_harness_timeout, spec_for)
 from peakproof.realtime import run_machine
 from peakproof.spec import RunSpec
 
@@ -230,10 +231,28 @@ def announce_duration(target: Target, examples: int, steps: int, config: Any, ro
     return typical, worst
 
 
+def say_which_checks_the_slack_leaves_out_of_reach(target: Target, config: Any) -> None:
+    """A clock slack as wide as the hold window leaves the hold's checks without a chance on every run:
+    said before the run, and in the not-exercised line (with the option that fixes it), not "run longer"."""
+    slack, h = tolerance_of(target.new_driver()).skew, hold_seconds(target)
+    stated = f"the clock slack your driver states ({slack:g} s, its tolerance)"
+    fix = f"state a --hold-window of at least {2 * slack:g} s (now {h:g} s)"
+    unreachable = {}
+    if slack + 0.05 > 2 * h + 0.5:  # pay_after_the_hold_lapsed waits at most two windows and 0.5 s
+        unreachable["expired_hold_is_never_sold"] = (f"{stated} is longer than a step waits past a lapse "
+                                                     f"({2 * h + 0.5:g} s): {fix}")
+    if slack >= h:  # no moment is both inside the window and outside the slack
+        unreachable["hold_honoured_until_it_expires"] = f"{stated} is as long as the hold window: {fix}"
+    UNREACHABLE.update(unreachable)
+    for why in unreachable.values():
+        announce(config, f"peakproof: tickets over HTTP: no chance for a check: {why}")
+
+
 def test_tickets_keep_every_invariant_through_any_sequence_of_operations(tickets_target: Target,
                                                                          request: pytest.FixtureRequest) -> None:
     round_trip = preflight(tickets_target)
     if not tickets_target.in_process:
+        say_which_checks_the_slack_leaves_out_of_reach(tickets_target, request.config)
         _, worst = announce_duration(tickets_target, min(settings.default.max_examples, 12), 20, request.config,
                                      round_trip)
         extend_harness_timeout(request.node, 2 * worst + 120)  # never shorter than what was announced

@@ -71,6 +71,16 @@ def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_an
     assert "the violating run's history" in out and "Flaky" not in out, out[-3000:]
 
 
+def test_a_stated_slack_wider_than_the_hold_says_so_and_names_the_option_not_run_longer() -> None:
+    with ServedTarget("tickets") as t:
+        code, out = properties_against(t.url, "tickets", "-k", "any_sequence",
+                                       "--driver", "tests/support/slack_driver.py:WideSlackTickets")
+    lines = [ln for ln in out.splitlines() if ln.strip().startswith("hold_honoured_until_it_expires: no chance")]
+    assert code == 6 and lines, out[-3000:]  # not decided: exit 6, naming the check
+    assert "no run with these settings can: the clock slack your driver states (1.5 s" in lines[0], lines[0]
+    assert "--hold-window of at least 3 s" in lines[0] and "a longer run" not in lines[0], lines[0]
+
+
 LEASE_FAULTS = ("--scale", "0.0125", "--time-scale", "24")
 
 
