@@ -4,6 +4,7 @@ another process printed): the properties' result from pytest's own reports."""
 from __future__ import annotations
 
 from peakproof.pytest_plugin import properties_result
+from peakproof.spec import StageResult
 
 
 def counts(passed: int = 0, failed: int = 0, skipped: int = 0, errors: int = 0) -> dict[str, int]:
@@ -32,3 +33,21 @@ def test_pytest_going_wrong_is_inconclusive_with_its_exit_status() -> None:
     assert r.outcome == "INCONCLUSIVE" and "pytest exited 4" in r.reasons[0] and "bad option" in r.reasons[0]
     r = properties_result(2, counts(passed=2, errors=1), "setup of test_y: refused", {})  # a fixture error
     assert r.outcome == "INCONCLUSIVE"
+
+
+def test_a_skipped_contract_stage_is_shown_skipped_never_ok(tmp_path) -> None:
+    from peakproof.cases import get_case
+    from peakproof.contract import ContractResult
+    from peakproof.runner import _contract_part
+    from peakproof.spec import RunSpec
+
+    skipped = ContractResult("tickets", "-", "http://127.0.0.1:9/tickets", skipped="--driver speaks your own API")
+    StageResult("properties", "PASS", [], data={"contract": [skipped.to_json()]}).dump(tmp_path / "properties-result.json")
+    part = _contract_part(get_case("tickets"), RunSpec(case="tickets", report_dir=str(tmp_path)), tmp_path)
+    assert part is not None and part.mark == "skipped" and "your own API" in part.reasons[0]
+
+
+def test_a_property_that_ran_but_decided_nothing_is_inconclusive_naming_why() -> None:
+    why = "properties/test_tickets.py::test_x: stopped by the harness's own limit, not the target: Timeout (>300.0s)"
+    r = properties_result(0, counts(passed=3, skipped=1), "", {"no_oversell": 12}, undecided=[why])
+    assert r.outcome == "INCONCLUSIVE" and r.reasons[0] == why
