@@ -295,46 +295,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 # properties' result INCONCLUSIVE naming it), never FAIL: none of them is the target's.
 UNDECIDED: list[str] = []
 
-TIMEOUT_PREFIX = "Timeout (>"  # pytest-timeout's failure message
-
-
-def failure_kind(error: BaseException) -> tuple[str, str]:
-    """("violation" | "undecided" | "harness", the reason in full) for what a property raised.
-
-    A broken promise is an AssertionError or pytest's failure (``pytest.fail``); the harness's
-    own time limit (pytest-timeout), a flaky replay with no violation (:class:`~peakproof.realtime.
-    Undecided`) and any other exception are not the target's: they are never FAIL."""
-    from .realtime import PropertyViolated, Undecided
-
-    chain = list(_chain(error))
-    for e in chain:
-        text = str(getattr(e, "msg", "") or e)
-        if isinstance(e, pytest.fail.Exception) and text.startswith(TIMEOUT_PREFIX):
-            return "undecided", (f"stopped by the harness's own limit, not the target: {text.strip()} (pytest's "
-                                 f"--timeout / the timeout ini); raise it above the duration the run announced, "
-                                 f"or state the target's shorter windows (--help)")
-    if isinstance(error, PropertyViolated):
-        return "violation", error.reason
-    if isinstance(error, Undecided):
-        return "undecided", str(error)
-    if isinstance(error, (AssertionError, pytest.fail.Exception)):
-        return "violation", str(getattr(error, "msg", "") or error).strip()
-    return "harness", (f"the harness raised {type(error).__name__}: {error} (a bug in peakproof or its "
-                       f"options, not the target's failure; the traceback is above)")
-
-
-def _chain(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    todo = [error]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]  # type: ignore[list-item]
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A property's failure, read once: a broken promise stays failed (its reason whole); what was
@@ -344,6 +304,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if call.excinfo is None or report.outcome != "failed" or Path(str(item.path)).parent.name != "properties":
         return
+    from .realtime import failure_kind
+
     kind, reason = failure_kind(call.excinfo.value)
     report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
     if kind == "violation":
@@ -353,30 +315,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
     report.outcome = "skipped"
     report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
-
-
-def extend_harness_timeout(item: pytest.Item, seconds: float) -> float | None:
-    """Re-arm pytest-timeout (when it is on) so that it fires no sooner than ``seconds`` from now: a
-    run that announced how long it takes is never cut short by a shorter limit of the harness.
-    Returns the new limit, or None when no limit was on or it was long enough."""
-    hook = item.config.pluginmanager.hook
-    if not hasattr(hook, "pytest_timeout_set_timer") or not hasattr(item, "cancel_timeout"):
-        return None
-    marker = item.get_closest_marker("timeout")
-    current = (marker.args[0] if marker and marker.args else None) or item.config.getoption("timeout", None) \
-        or item.config.getini("timeout")
-    try:
-        current = float(current or 0)
-    except (TypeError, ValueError):
-        return None
-    if current <= 0 or current >= seconds:
-        return None
-    from pytest_timeout import Settings  # the plugin's own record of a timer's settings
-
-    method = item.config.getoption("timeout_method", None) or item.config.getini("timeout_method") or "signal"
-    hook.pytest_timeout_cancel_timer(item=item)
-    hook.pytest_timeout_set_timer(item=item, settings=Settings(seconds, method, False, False))
-    return seconds
 
 
 def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,

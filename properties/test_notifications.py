@@ -26,8 +26,8 @@ from peakproof import nemesis
 from peakproof.cases.notifications.breaker import DECIDED_BEFORE
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK
-from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for, extend_harness_timeout
-from peakproof.realtime import run_machine
+from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for
+from peakproof.realtime import extend_harness_timeout, run_machine
 
 CHANNELS = ["push", "sms", "email"]
 TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([

@@ -34,8 +34,8 @@ from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK, History
 from peakproof.interleave import LAPSE, Stuck, kill
 from peakproof.pytest_plugin import (UNREACHABLE, Target, announce, assert_contract_kept, contract_for,
-                                     extend_harness_timeout, spec_for)
-from peakproof.realtime import run_machine
+                                     spec_for)
+from peakproof.realtime import extend_harness_timeout, run_machine
 from peakproof.spec import RunSpec
 
 BUYERS = ["ayse", "mehmet", "zeynep", "can"]

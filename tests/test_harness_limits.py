@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PROPERTY = '''
 import time
-from peakproof.pytest_plugin import extend_harness_timeout
+from peakproof.realtime import extend_harness_timeout
 
 def test_a_run_that_announced_its_length(request):
     extend_harness_timeout(request.node, 6)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from peakproof.history import History
-from peakproof.pytest_plugin import failure_kind
+from peakproof.realtime import failure_kind
 from peakproof.realtime import PropertyViolated, Undecided, run_machine
 
 LIVE = settings(max_examples=20, stateful_step_count=5, database=None, derandomize=True,
