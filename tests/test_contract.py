@@ -109,3 +109,33 @@ def test_the_project_roots_schemathesis_toml_says_what_the_contracts_state() -> 
                  for name in ("tickets", "notifications", "feed")}
     assert (root / "schemathesis.toml").read_text(encoding="utf-8") == schemathesis_toml(contracts), (
         "schemathesis.toml is stale: write it again with peakproof.contract.schemathesis_toml")
+
+
+@pytest.mark.parametrize("check, status, method, kind", [
+    ("unsupported_method", 501, "TRACE", "allowed"),  # RFC 9110 15.6.2: not implemented at all
+    ("not_a_server_error", 501, "TRACE", "allowed"),
+    ("not_a_server_error", 501, "POST", "finding"),  # a documented operation answered 501 is no freedom
+    ("not_a_server_error", 500, "TRACE", "finding"),
+    ("unsupported_method", 405, "TRACE", "finding"),  # a 405 without Allow: HTTP's MUST
+    ("positive_data_acceptance", 400, "POST", "note"),  # 7.0, NUL in an id: a stricter parser
+    ("positive_data_acceptance", 500, "POST", "finding"),
+    ("response_schema_conformance", 200, "GET", "finding"),
+])
+def test_what_http_allows_passes_and_what_breaks_no_promise_is_a_note(check: str, status: int, method: str,
+                                                                        kind: str) -> None:
+    from peakproof.contract import judge_finding
+
+    assert judge_finding(check, status, method, {"GET", "POST"}) == kind
+
+
+def test_notes_pass_and_fail_only_under_strict_contract() -> None:
+    note = _finding("positive_data_acceptance")
+    result = ContractResult("tickets", "the tickets contract", "http://127.0.0.1:8000/tickets", test_cases=10,
+                            checks_run={"positive_data_acceptance": 10}, notes=[note])
+    assert result.outcome == "PASS" and "1 note(s)" in result.headline() and "why a note" in result.report()
+    assert next(r for r in result.as_checks()).valid is True
+    result.strict = True
+    assert result.outcome == "FAIL" and "contract note (failing: --strict-contract)" in result.report()
+    assert next(r for r in result.as_checks()).valid is False
+    again = ContractResult.from_json(result.to_json())
+    assert again.notes == [note] and again.outcome == "FAIL"

@@ -68,7 +68,8 @@ def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_an
     with served(mutant) as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
     assert code == 1 and f"{check}: FAIL" in out, out[-3000:]
-    assert "the violating run's history" in out and "Flaky" not in out, out[-3000:]
+    # Hypothesis's own Flaky* never reaches the verdict (the replay may have gone otherwise: then said so)
+    assert "the violating run's history" in out and "Inconsistent" not in out and "errors.Flaky" not in out, out[-3000:]
 
 
 def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no_chance() -> None:
