@@ -101,10 +101,17 @@ class ContractResult:
             return "INCONCLUSIVE"
         return "PASS"
 
+    def judged_phases(self) -> dict[str, str]:
+        """Each phase's status as judged here: Schemathesis says "failure" for a phase where it flagged
+        anything, notes and answers HTTP allows included; a phase with no failing finding passed."""
+        failing = {f.phase for f in self.failing}
+        return {name: (status if status != "failure" or name in failing
+                       else "success (only notes or answers HTTP allows)") for name, status in self.phases.items()}
+
     def headline(self) -> str:
         if self.skipped:
             return f"contract (Schemathesis): skipped: {self.skipped}"
-        phases = ", ".join(f"{name} {status}" for name, status in self.phases.items()) or "none"
+        phases = ", ".join(f"{name} {status}" for name, status in self.judged_phases().items()) or "none"
         notes = f", {len(self.notes)} note(s){' (failing: --strict-contract)' if self.strict else ''}" if self.notes else ""
         allowed = f", {self.allowed} answer(s) HTTP allows not counted (501 to an unimplemented method)" \
             if self.allowed else ""

@@ -25,6 +25,11 @@ class SetupFailed(TargetError):
     """A scenario could not prepare the target (it refused, answered 5xx or off-contract): a finding."""
 
 
+class SetupUnanswered(PeakproofError):
+    """The target did not answer a scenario's set-up (timeouts, resets), even when asked again: nothing
+    was decided. Not a finding: a target still working off an earlier stage's backlog does this."""
+
+
 class DriverSpecError(UsageError):
     pass
 

@@ -333,7 +333,7 @@ def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
                     skipped=True)
     now = time.time()
     report = RunReport(f"{case.name}-contract", res.target, now - res.elapsed, now,
-                       {"openapi": res.source, "seed": res.seed, "phases": res.phases, "operations": res.operations,
+                       {"openapi": res.source, "seed": res.seed, "phases": res.judged_phases(), "operations": res.operations,
                         "test cases": res.test_cases, "not checked": ", ".join(res.unchecked) or "-"},
                        res.as_checks(), [], [], details={"findings": "\n\n".join(f.text() for f in res.failing)
                                                          or "none",
@@ -345,7 +345,7 @@ def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
     print(f"peakproof: {res.headline()}; report {html}", flush=True)
     outcome = Outcome[res.outcome]
     return Part(name, outcome, f"{len(res.failing)} finding(s), {len(res.notes)} note(s), {res.test_cases:,} test cases, phases "
-                f"{', '.join(f'{k} {v}' for k, v in res.phases.items())}; report {html.name}",
+                f"{', '.join(f'{k} {v}' for k, v in res.judged_phases().items())}; report {html.name}",
                 res.as_checks(), res.reasons())
 
 

@@ -29,6 +29,8 @@ from .checks import CheckResult, Measure
 from .errors import UsageError
 from .history import Op
 
+SETUP = "setup"  # the process of a scenario's set-up calls (judged by the scenario, not the error budget)
+
 _ERRORS = re.compile(r"^\s*errors:rate\s*<=\s*(?P<num>\d+(?:\.\d+)?)\s*%\s*$")
 DEFAULT_ERROR_BUDGET = "errors:rate<=0.1%"
 _SLO = re.compile(r"^\s*(?P<op>[\w.-]+):(?P<stat>p\d+(?:\.\d+)?|mean|max)\s*<=\s*(?P<num>\d+(?:\.\d+)?)"
@@ -97,8 +99,8 @@ class ErrorBudget:
         codes: dict[str, int] = {}
         refusals: dict[str, int] = {}
         for op in ops:
-            if not op.done or op.process == SIDE:  # the harness's own observations are not the load
-                continue
+            if not op.done or op.process in (SIDE, SETUP):  # the harness's own calls are not the load: its
+                continue  # observations, and the set-up (judged by the scenario: refused, or never answered)
             row = by_kind.setdefault(op.f, [0, 0])
             row[0] += 1
             if is_error(op):

@@ -247,9 +247,10 @@ def _test_start(environment: Any, **_: Any) -> None:
         eng.started_wall = time.time()  # the run starts after its setup (the master adds a lead below)
     except (Exception, SystemExit) as e:  # report it, send nothing, stop
         from ..capabilities import CapabilityMissing
-        from ..errors import OffContract
+        from ..errors import OffContract, SetupUnanswered
 
-        if isinstance(e, (CapabilityMissing, OffContract)):  # another API, or a capability it lacks: undecided
+        if isinstance(e, (CapabilityMissing, OffContract, SetupUnanswered)):  # undecided: another API, a
+            # capability it lacks, or a set-up the target never answered
             eng.setup_error = ("undecided", str(e))
         elif isinstance(e, TargetError):  # the target refused, answered 500 or garbage: a finding
             eng.setup_error = ("target", str(e))

@@ -279,3 +279,39 @@ def scenario(cls: type[Scenario]) -> type[Scenario]:
         raise UsageError("scenario class", "a non-empty 'name'", cls.__name__)
     SCENARIOS[cls.name] = cls
     return cls
+
+
+def set_up_each(items: list[Any], call: Callable[[Any], Any], *, host: str, what: str, concurrency: int = 50,
+                tries: int = 3, pause: float = 1.0) -> list[Any]:
+    """Run a scenario's set-up call (idempotent: a PUT) for every item, ``concurrency`` at once, and ask
+    again, fewer at once and after a growing pause, those whose outcome is unknown (a timeout, a reset, a
+    refused connection): a target may still be working off an earlier stage's backlog. Returns the ops
+    (the last try of each). A set-up the target refused is a finding (:class:`SetupFailed`); one it
+    never answered decides nothing (:class:`SetupUnanswered`)."""
+    import gevent
+    import gevent.pool
+
+    from ..errors import SetupFailed, SetupUnanswered
+    from ..history import FAIL, OK
+
+    last: dict[int, Any] = {}
+    todo = list(range(len(items)))
+    for attempt in range(tries):
+        if attempt:
+            gevent.sleep(pause * attempt)
+        pool = gevent.pool.Pool(max(1, concurrency // (4 ** attempt)))
+        jobs = [(i, pool.spawn(call, items[i])) for i in todo]
+        pool.join(raise_error=True)
+        for i, job in jobs:
+            last[i] = job.value
+        todo = [i for i in todo if last[i].type != OK and (last[i].type != FAIL or last[i].value == "connection_refused")]
+        if not todo:
+            break
+    refused = [op for op in last.values() if op.type == FAIL and op.value != "connection_refused"]
+    if refused:
+        raise SetupFailed(f"{len(refused)} {what} refused by {host}: {refused[0]!r}")
+    if todo:
+        raise SetupUnanswered(f"{len(todo)} {what} were never answered by {host} in {tries} tries "
+                              f"({pause:g} s and more apart): {last[todo[0]]!r}. Nothing was decided: a target still "
+                              f"working off an earlier stage's backlog (the calibration's) does this")
+    return [last[i] for i in range(len(items))]
