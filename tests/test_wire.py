@@ -262,12 +262,12 @@ def test_a_driver_s_per_request_headers_reach_the_target_intact_at_load(entry: s
     with served("tickets-checks-echo") as t:
         if entry == "peakproof run":
             proc = subprocess.run([sys.executable, "-m", "peakproof", "run", "tickets", "--target-url", t.url,
-                                   "--driver", driver, "--skip-properties", "--scale", "0.1", "--calibrated-rate", "20000",
+                                   "--driver", driver, "--skip-properties", "--scale", "0.05", "--calibrated-rate", "20000",
                                    "--report-dir", str(tmp_path)],
                                   capture_output=True, text=True, timeout=300, cwd=ROOT)
             out = proc.stdout + proc.stderr
         else:
-            _, _, out = run_locust(t.url, "tickets-opening", tmp_path, "--scale", "0.1", "--driver", driver)
+            _, _, out = run_locust(t.url, "tickets-opening", tmp_path, "--scale", "0.05", "--driver", driver)
         echo = requests.get(f"{t.url}/_echo", timeout=5).json()
     print(f"\n{entry}: {ECHO_HEADER} right {echo['right']:,}, stale {echo['stale']:,}, missing {echo['missing']:,}")
     assert echo["right"] >= 1_000, f"the load sent too few reservations to judge: {echo}\n{out[-3000:]}"
