@@ -21,6 +21,7 @@ its :class:`~peakproof.case.Case`.
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -30,8 +31,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .calibrate import CalibrationResult, auto_scale, climb, processes_for
-from .placement import Placement, pin, taskset
+from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, processes_for
+from .placement import Placement, pin, taskset, usable_cores
 from .case import Case, get_case
 from .checks import CheckResult
 from .errors import UsageError
@@ -84,17 +85,14 @@ def run(spec: RunSpec) -> int:
                   f"at {spec.target_url}", flush=True)
         else:
             print(f"peakproof: every stage goes to {spec.target_url}; nothing runs in process", flush=True)
+        spec = spec.with_options(run_pid=os.getpid(), target_pids=(served.proc.pid,) if spec.embedded and served.proc
+                                 else None)
         placement = placement_for(spec, helpers=("the provider simulator",) if providers else ())
         spec = spec.with_options(placement=placement.sentence(), shared_cores=placement.shared_reason() or "")
         if spec.embedded:
             pin(served.proc.pid if served.proc else None, placement.target_cores)
         if not spec.skip_load:
             print(f"peakproof: placement: {placement.sentence()}", flush=True)
-        watch: dict[str, int | None] = {}  # the processes beside the generators whose CPU the run counts
-        if providers is not None and providers.proc:
-            watch["provider simulator"] = providers.proc.pid
-        if spec.embedded and served.proc:
-            watch["target"] = served.proc.pid
 
         cal = None
         if not spec.skip_load:
@@ -115,10 +113,11 @@ def run(spec: RunSpec) -> int:
                     with serve(case, spec) as fresh:
                         pin(fresh.proc.pid if fresh.proc else None, placement.target_cores)
                         print(f"peakproof: started a fresh reference {case.name} target at {fresh.url}", flush=True)
-                        parts.append(_load_scenario(case, spec.with_options(target_url=fresh.url), scenario, cal,
-                                                    work, placement, {**watch, "target": fresh.proc and fresh.proc.pid}))
+                        pids = (fresh.proc.pid,) if fresh.proc else None
+                        parts.append(_load_scenario(case, spec.with_options(target_url=fresh.url, target_pids=pids),
+                                                    scenario, cal, work, placement))
                 else:
-                    parts.append(_load_scenario(case, spec, scenario, cal, work, placement, watch))
+                    parts.append(_load_scenario(case, spec, scenario, cal, work, placement))
 
     if spec.embedded and case.in_process_stage is not None and not spec.skip_load:
         t0 = time.monotonic()
@@ -157,43 +156,44 @@ def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
                         **{**extra, **case.served_options(spec), **options})
 
 
-class CpuMeter:
-    """The CPU the stage cost on this machine, by process: the generators (Locust and its workers, once
-    reaped) and each process the run started beside them (``watch``: name -> pid), from now on."""
+def tenancy_line(doc: dict | None) -> str:
+    """A stage's CPU by tenant (measured where it was judged: peakproof.tenants), as one line."""
+    from .tenants import Tenancy
 
-    def __init__(self, watch: dict[str, int | None]) -> None:
-        import resource
+    if not doc:
+        return "the machine's CPU by tenant: not measured"
+    t = Tenancy.from_json(doc)
+    return f"{t.sentence()}; {t.target_sentence()}"
 
-        from .placement import cpu_seconds
 
-        self.watch = {k: pid for k, pid in watch.items() if pid}
-        self.t0 = time.monotonic()
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.children0 = ru.ru_utime + ru.ru_stime
-        self.cpu0 = {k: cpu_seconds(pid) for k, pid in self.watch.items()}
+def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
+    """What the calibrated rate is a limit of, for the load's judge: None (the generator's, or the embedded
+    reference's on the core the harness gave it: a curve above it is not decided), "target" (your target's
+    knee: a curve above it is the target's to take) or "top" (the ladder's top held: a floor, not a limit)."""
+    if not cal or not cal.ok:
+        return None
+    if cal.stopped_by == "top":
+        return "top"
+    return "target" if cal.stopped_by == "target" and not spec.embedded else None
 
-    def used(self) -> dict[str, float]:
-        import resource
 
-        from .placement import cpu_seconds
+def conditions_changed(cal: CalibrationResult | None, doc: dict | None) -> str:
+    """Whether the load ran on the machine the calibration measured: a neighbour that came or went between them."""
+    from .tenants import NEIGHBOUR_CORES, Tenancy
 
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = {"generator": ru.ru_utime + ru.ru_stime - self.children0}
-        for k, pid in self.watch.items():
-            now, then = cpu_seconds(pid), self.cpu0.get(k)
-            if now is not None and then is not None:
-                out[k] = now - then
-        return out
-
-    def sentence(self) -> str:
-        from .placement import usable_cores
-
-        wall = time.monotonic() - self.t0
-        used = self.used()
-        cores = usable_cores()
-        parts = ", ".join(f"{k} {v:,.1f} s" for k, v in used.items())
-        return (f"CPU used by the stage: {parts} (generator: start-up and judgement included) over {wall:,.1f} s on "
-                f"{cores} core(s): {sum(used.values()) / max(1e-9, wall * cores):.0%} of the machine")
+    if not cal or cal.neighbour_cores is None or not doc:
+        return ""
+    busiest = Tenancy.from_json(doc).busiest()
+    if busiest is None:
+        return ""
+    load = busiest.neighbours / busiest.span
+    if load >= NEIGHBOUR_CORES > cal.neighbour_cores:
+        return (f"; NOTE: the calibration saw a quiet machine (others took {cal.neighbour_cores:.2f} of a core at most), "
+                f"the load did not ({load:.2f} of a core): the rate was sized for a machine the load did not have")
+    if cal.neighbour_cores >= NEIGHBOUR_CORES > load:
+        return (f"; NOTE: the calibration ran beside a neighbour ({cal.neighbour_cores:.2f} of a core), the load on a "
+                f"quiet machine: the rate it sized may be lower than this machine offers")
+    return ""
 
 
 def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
@@ -202,7 +202,28 @@ def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
 
     kind = "embedded" if spec.embedded else ("loopback" if spec.target_url and on_loopback(spec.target_url)
                                              else "remote")
-    return place(usable_cores(), int(spec.processes), kind, helpers)
+    placed = place(usable_cores(), int(spec.processes), kind, helpers)
+    if kind == "loopback":
+        from dataclasses import replace
+
+        placed = replace(placed, facts=target_facts(spec.target_url or ""))
+    return placed
+
+
+def target_facts(url: str) -> str:
+    """What /proc says of the processes serving a loopback URL: the owners of its listening socket and
+    their children, by pid and name, and the cores they may run on; "unknown" where it cannot tell."""
+    from urllib.parse import urlsplit
+
+    from .tenants import Tenancy, TenantMeter, affinity
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    meter = TenantMeter(port=port)
+    t = Tenancy(len(meter.cpus), target_processes=sorted(meter.target_names.items()),
+                target_affinity={p: affinity(p) for p in meter.target_names}, port=port,
+                found_by_socket=meter.found_by_socket)
+    return t.target_sentence(seen=False)  # nothing ran yet: the cores it may use, not those it used
 
 
 def on_loopback(url: str) -> bool:
@@ -237,13 +258,46 @@ def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | Non
         if spec.embedded:
             own = stack.enter_context(serve(case, spec))
             pin(own.proc.pid if own.proc else None, placed.target_cores)
-            where = spec.with_options(target_url=own.url)
-        # A target on this machine (embedded, or any loopback URL) shares its cores with the generator:
-        # a step passes only if it also answered in time. Elsewhere the generator alone is measured.
-        cal = climb(case, where, work, latency=spec.embedded or on_loopback(spec.url),
-                    pin=placed.generator_cores[0] if placed.generator_cores else None)
+            where = spec.with_options(target_url=own.url, target_pids=(own.proc.pid,) if own.proc else None)
+        # Every step must also be answered in time, without errors, keeping the design's promises: the
+        # ladder finds the rate the *target* keeps its service levels at (its knee) when that comes before
+        # the generator's limit. An explicit scale is honoured: no step above the rate it asks.
+        asked = explicit_rate(case, spec)
+        if asked:
+            where = where.with_options(calibrate_max_rate=asked)
+        cal = climb(case, where, work, latency=True, pin=placed.generator_cores[0] if placed.generator_cores else None,
+                    climbs=1 if asked else CLIMBS)
     print(f"peakproof: calibration ({case.calibration}, {cal.seconds:.1f} s): {cal.sentence()}", flush=True)
     return cal
+
+
+def explicit_rate(case: Case, spec: RunSpec) -> float | None:
+    """The arrivals/s per generator process at the peak of a load whose scale was stated (None: ``auto``)."""
+    axis = case.scale_axis
+    asked = getattr(spec, axis)
+    if asked == "auto" or asked is None:
+        return None
+    per_unit = case.peak_rate() if axis == "scale" else case.peak_rate() * spec.number_scale
+    return per_unit * float(asked) / max(1, int(spec.processes))
+
+
+def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate: float) -> str | None:
+    """Said before the load: the curve's peak asks more than the calibration found, by how much, and the fix."""
+    if not cal or not cal.ok or cal.scenario == "--calibrated-rate":
+        return None
+    per_process = rate / max(1, int(spec.processes))
+    if per_process <= cal.rate * 1.001:
+        return None
+    need = f"{per_process / cal.rate:.1f}x what the calibration found ({cal.rate:,.0f}/s per process)"
+    if cal.stopped_by == "target" and not spec.embedded:
+        return (f"the curve does not fit the target: its peak asks {per_process:,.0f} arrivals/s, {need}, where the "
+                f"target stopped keeping its limits. The load runs as asked: a miss is the target's (FAIL); "
+                f"for a run it can take, --scale auto (or peakproof plan --target-url)")
+    procs = processes_for(rate, cal.rate)
+    return (f"the curve does not fit this machine: its peak asks {per_process:,.0f} arrivals/s per generator "
+            f"process, {need}. The load runs and stays INCONCLUSIVE where it falls behind; to fit it: "
+            f"--processes {procs} (on {math.ceil(procs / max(1, usable_cores() - 1))} machine(s) like this one: "
+            f"peakproof plan {case.name}), or a lower --scale")
 
 
 def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[RunSpec, str]:
@@ -273,8 +327,13 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
     if axis == "time_scale":
         text += f" (on --scale {spec.scale:g} of the seed's users)"
     if cal and cal.ok:
-        text += (f"; {cal.sentence()}; to replay the full peak use {processes_for(peak, cal.rate)} "
-                 f"processes/machines (--processes, Locust --master/--worker)")
+        text += f"; {cal.sentence()}"
+        if cal.stopped_by != "target" or spec.embedded:
+            text += (f"; to replay the full peak use {processes_for(peak, cal.rate)} processes/machines "
+                     f"(--processes, Locust --master/--worker)")
+        misfit = does_not_fit(case, spec, cal, rate)
+        if misfit:
+            text += f". BEFORE THE LOAD: {misfit}"
     return spec, text
 
 
@@ -350,14 +409,16 @@ def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
 
 
 def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path,
-                   placement: Placement | None = None, watch: dict[str, int | None] | None = None) -> Part:
+                   placement: Placement | None = None) -> Part:
     """Run one Locust scenario (open model) and read the result it judged."""
     reports = Path(spec.report_dir)
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     result = work / f"{scenario}-result.json"
     stage = spec.with_options(scenario=scenario, scale=spec.number_scale * case.scenario_scale.get(scenario, 1.0),
-                              calibrated_rate=cal.rate if cal and cal.ok else None, result=str(result),
+                              calibrated_rate=cal.rate if cal and cal.ok else None,
+                              calibrated_by=calibrated_by(cal, spec),
+                              result=str(result),
                               html=str(reports / f"{scenario}-{stamp}-locust.html"))
     spec_file = stage.dump(work / f"{scenario}-spec.json")
     cmd = [*taskset(placement.generator_cores if placement else ()), sys.executable, "-m", "locust", "-f", str(case.loadtest_file()),
@@ -367,7 +428,6 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
     print(f"peakproof: load: {scenario} at scale {stage.scale:g} (time scale {stage.time_scale:g}) through Locust",
           flush=True)
     name = f"load scenario {scenario} (Locust, open model)"
-    meter = CpuMeter(watch or {})
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     except subprocess.TimeoutExpired:
@@ -378,7 +438,7 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
         return Part(name, Outcome.INCONCLUSIVE, f"Locust exited {proc.returncode} without a result",
                     reasons=[f"Locust exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
     res = StageResult.load(result)
-    cpu = meter.sentence()
+    cpu = tenancy_line(res.data.get("tenancy")) + conditions_changed(cal, res.data.get("tenancy"))
     print(f"peakproof: {scenario}: {cpu}", flush=True)
     outcome, reasons = Outcome[res.outcome], list(res.reasons)
     if outcome.exit_code != proc.returncode:  # Locust itself said something else went wrong

@@ -58,10 +58,17 @@ class RunSpec:
     calibrate_max_rate: float | None = None
     calibrate_min_rate: float | None = None  # the ladder's first step (None: 2% of the peak)
     calibrate_latency: bool = False
+    # what stopped the calibration's ladder ("target": the rate is the target's knee, not the generator's limit,
+    # so a curve above it is still the generator's to offer; None: the generator's, or not said)
+    calibrated_by: str | None = None
     # what ran where (peakproof run's placement, said before the load) and, when the target shared cores
     # with the generators, why its latency was partly the harness's ("": said not shared; None: not stated)
     placement: str | None = None
     shared_cores: str | None = None
+    # the run's own processes, so that a stage can tell them from the machine's other tenants (peakproof.tenants):
+    # the root of the run's process tree (None: the stage's own process) and the target's processes here
+    run_pid: int | None = None
+    target_pids: tuple[int, ...] | None = None
     skip_properties: bool = False
     skip_load: bool = False
     result: str | None = None  # where the stage writes its StageResult

@@ -62,6 +62,7 @@ class Engine:
     harness_errors: list[str] = field(default_factory=list)  # tracebacks from perform / monitor
     setup_done: bool = False  # the scenario's bound counts from here (a big graph's setup takes a while)
     source_address: str | None = None  # this process's own (a worker's), never the master's
+    meter: Any = None  # peakproof.tenants.TenantMeter: who else used the machine's CPU (master/local only)
 
     @property
     def is_master(self) -> bool:
@@ -242,6 +243,8 @@ def _test_start(environment: Any, **_: Any) -> None:
     try:
         eng.shared = eng.scenario.setup()
         eng.scenario.adopt(eng.shared)
+        if isinstance(eng.scenario, Calibration):  # its ladder starts from the target's own answer time
+            eng.shared.update(eng.scenario.start_from_the_target())
         eng.setup_done = True
         _hold_full_collections()
         eng.started_wall = time.time()  # the run starts after its setup (the master adds a lead below)
@@ -267,6 +270,7 @@ def _test_start(environment: Any, **_: Any) -> None:
             environment.runner.send_message(messages.PLAN, messages.plan(0, {}, time.time()))
         gevent.spawn(_monitor_loop, eng)
         return
+    eng.meter = _tenant_meter(eng)
     if eng.is_master:
         # Workers start their users a little after this message: give the schedule a lead
         # so that its first instant is still ahead of every worker (else it starts late).
@@ -319,6 +323,8 @@ def _on_plan(msg: Any, **_: Any) -> None:
         return
     eng.shared = data["shared"]
     eng.scenario.adopt(eng.shared)
+    if isinstance(eng.scenario, Calibration):
+        eng.scenario.adopt_rates(eng.shared)
     eng.share = (eng.environment.runner.worker_index, data["count"])
     eng.started_wall = data["t0"]
     _hold_full_collections()
@@ -340,6 +346,36 @@ def _on_done(msg: Any, **_: Any) -> None:
 def _send_history(eng: Engine) -> None:
     messages.send_history(eng.environment.runner, eng.history.ops, eng.counters, eng.harness_errors,
                           eng.dropped_by_second)
+
+
+def _tenant_meter(eng: Engine) -> Any:
+    """Reads who uses this machine's CPU from now to the judgement, every second (see peakproof.tenants):
+    the run's tree (``peakproof run``'s, or this Locust's), and the target's processes when it is on
+    this machine (the stated pids, and the owner of the listening socket of a loopback URL)."""
+    from urllib.parse import urlsplit
+
+    from ..runner import on_loopback
+    from ..tenants import TenantMeter
+
+    host = eng.scenario.host or ""
+    port = None
+    if host and on_loopback(host):
+        parts = urlsplit(host)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        meter = TenantMeter(eng.spec.run_pid, eng.spec.target_pids or (), port)
+    except Exception as e:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
+        harness_error(eng, "reading the machine's tenants", e)
+        return None
+
+    def loop() -> None:
+        while not eng.finished:
+            gevent.sleep(1.0)
+            if not eng.finished:
+                meter.sample()
+
+    gevent.spawn(loop)
+    return meter
 
 
 def _monitor_loop(eng: Engine) -> None:
@@ -420,8 +456,10 @@ def _record(eng: Engine) -> RunRecord:
     html = eng.spec.html
     if html:  # a link relative to the report, which lives in the report directory
         html = os.path.relpath(os.path.abspath(html), os.path.abspath(eng.spec.report_dir))
+    tenancy = eng.meter.result() if eng.meter is not None else None
     return RunRecord(eng.started_wall, time.time(), runner.worker_count if isinstance(runner, MasterRunner) else 1,
-                     eng.counters, eng.dropped_by_second, eng.setup_error, list(eng.harness_errors), html)
+                     eng.counters, eng.dropped_by_second, eng.setup_error, list(eng.harness_errors), html,
+                     tenancy)
 
 
 def _conclude(eng: Engine) -> None:
@@ -454,7 +492,8 @@ def _conclude(eng: Engine) -> None:
         [r.to_json() for group in (report.load, report.checks, report.slos) for r in group],
         detail=(f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
                 f"{load.get('peak_target_per_s', 0):,}/s due; report {path}"),
-        report=str(path), data={"load": load, "harness_errors": report.harness_errors}))
+        report=str(path), data={"load": load, "harness_errors": report.harness_errors,
+                                "tenancy": rec.tenancy.to_json() if rec.tenancy else None}))
     PROCESS.last.update(outcome=str(judged.outcome), reasons=list(judged.reasons), report=str(path),
                         lines=[r.line().splitlines()[0] for group in (report.load, report.checks, report.slos)
                                for r in group])

@@ -32,6 +32,7 @@ class RunRecord:
     setup_error: tuple[str, str] | None = None
     harness_errors: list[str] = field(default_factory=list)
     locust_html: str | None = None
+    tenancy: Any = None  # peakproof.tenants.Tenancy: the machine's CPU by tenant over the run, or None
 
 
 def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> RunReport:
@@ -75,16 +76,24 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
               "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
               "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured",
               "driver": spec.driver or "the case's contract", "waived (--without)": ", ".join(spec.without) or "none",
-              "placement": spec.placement or "not stated (Locust run directly)"}
+              "placement": spec.placement or "not stated (Locust run directly)",
+              "the machine's CPU by tenant": rec.tenancy.sentence() if rec.tenancy else "not measured",
+              "the target's processes": rec.tenancy.target_sentence() if rec.tenancy else "not measured"}
     return RunReport(sc.name, sc.host, rec.started_wall, rec.finished_wall, params, checks, slos, load,
                      load_chart_list + charts, {**load_details, **details}, locust_html=rec.locust_html,
                      harness_errors=harness_errors)
 
 
 def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
-    """Why the target's latency was partly the harness's, or None: what ``peakproof run`` placed
-    (``spec.shared_cores``), else, for a target on loopback, this machine's cores against the
-    generator processes of this run (``locust -f loadtests/ --processes N`` run directly)."""
+    """Why the target's latency was partly not its own, or None: a neighbour that took CPU the run needed
+    (measured, :func:`peakproof.tenants.contention`); else what ``peakproof run`` placed
+    (``spec.shared_cores``); else, for a target on loopback, this machine's cores against the generator
+    processes of this run (``locust -f loadtests/ --processes N`` run directly)."""
+    from ..tenants import contention
+
+    measured = contention(rec.tenancy) if rec.tenancy is not None else None
+    if measured:
+        return measured
     if spec.shared_cores is not None:
         return spec.shared_cores or None
     from ..placement import place, usable_cores
@@ -122,6 +131,11 @@ def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> d
     else:
         doc = sc.conclude(history, rec.started_wall)
     doc["harness_errors"] = rec.harness_errors
+    if rec.tenancy is not None:
+        from ..tenants import contention
+
+        doc["tenancy"] = rec.tenancy.to_json()
+        doc["contention"] = contention(rec.tenancy)
     return doc
 
 
@@ -162,7 +176,7 @@ def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
     counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], rec.dropped_by_second,
                             c.get("late_by_pool", 0), c.get("late_by_pool_busy", 0), c.get("cpu_percent_max", 0))
     settings = LoadSettings(spec.late_threshold, spec.max_lateness, spec.offered_tolerance, spec.pool_size,
-                            rec.processes, spec.calibrated_rate, sc.peak_rate(), shared)
+                            rec.processes, spec.calibrated_rate, sc.peak_rate(), shared, spec.calibrated_by)
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
     result = judge_offered_load(counters, planned, sends, settings)
     charts = load_charts(planned, history.ops, t0, rec.dropped_by_second, thresholds)

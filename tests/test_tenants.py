@@ -1,0 +1,96 @@
+"""The machine's other tenants: who used the CPU during a stage, read from /proc, and when a
+neighbour's share makes a latency miss or a shortfall undecided (never the target's FAIL)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from peakproof.load.judge import RunRecord, shared_cores
+from peakproof.spec import RunSpec
+from peakproof.tenants import (NEIGHBOUR_CORES, RUN_WAIT, WINDOW, Tenancy, TenantMeter, Window, contention,
+                               listening_pids)
+
+LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
+
+
+def seconds(n: int, *, neighbours: float, waited: float, run: float = 0.5, target: float = 0.5) -> list[Window]:
+    """``n`` one-second windows: the run and the target busy as given, others taking ``neighbours`` of a
+    core, the run's threads waiting ``waited`` of each second for a CPU."""
+    return [Window(1.0, run + target + neighbours, run, target, waited / 2, waited / 2) for _ in range(n)]
+
+
+def test_a_neighbour_that_took_cpu_the_run_waited_for_is_named_with_its_share() -> None:
+    t = Tenancy(2, seconds(10, neighbours=0.0, waited=0.0) + seconds(10, neighbours=0.95, waited=0.4))
+    why = contention(t) or ""
+    assert "0.95 of a core" in why and "waited for a CPU 40%" in why
+    assert f"{t.share('neighbours'):.0%} of the machine's 2 core(s)" in why and "quiet machine" in why
+
+
+def test_a_neighbour_the_run_never_waited_for_and_waits_with_no_neighbour_decide_nothing() -> None:
+    # an idle core's neighbour took nothing the run needed; a target's threads queueing behind each
+    # other on a quiet machine is the target's own capacity, and stays its to answer for
+    assert contention(Tenancy(2, seconds(20, neighbours=0.9, waited=RUN_WAIT / 2))) is None
+    assert contention(Tenancy(2, seconds(20, neighbours=NEIGHBOUR_CORES / 2, waited=0.6))) is None
+    assert contention(Tenancy(2, seconds(20, neighbours=NEIGHBOUR_CORES, waited=RUN_WAIT))) is not None
+
+
+def test_a_short_neighbour_is_judged_over_its_own_window_not_averaged_over_the_stage() -> None:
+    quiet = seconds(100, neighbours=0.0, waited=0.0)
+    t = Tenancy(2, quiet[:50] + seconds(int(WINDOW), neighbours=1.0, waited=0.5) + quiet[50:])
+    assert t.share("neighbours") < NEIGHBOUR_CORES / 2  # averaged over the stage it would vanish
+    assert contention(t) is not None and t.busiest().neighbours / t.busiest().span == pytest.approx(1.0)
+
+
+def test_a_tenancy_comes_back_whole_from_its_json() -> None:
+    t = Tenancy(2, seconds(3, neighbours=0.2, waited=0.1), [(12, "gunicorn")], {"target": [1], "run": [0]},
+                {12: (0, 1)}, 8000, [12])
+    back = Tenancy.from_json(t.to_json())
+    assert back == t and back.sentence() == t.sentence() and "12 (gunicorn)" in back.target_sentence()
+
+
+def test_the_judge_undecides_on_a_measured_neighbour_before_what_the_placement_said() -> None:
+    spec = RunSpec(case="tickets", shared_cores="")  # the placement said: not shared
+    busy = RunRecord(0.0, 20.0, 1, {}, tenancy=Tenancy(2, seconds(20, neighbours=1.0, waited=0.5)))
+    quiet = RunRecord(0.0, 20.0, 1, {}, tenancy=Tenancy(2, seconds(20, neighbours=0.0, waited=0.5)))
+
+    class Sc:
+        host = "http://127.0.0.1:1/tickets"
+
+    assert "processes outside the run took 1.00 of a core" in (shared_cores(Sc, spec, busy) or "")
+    assert shared_cores(Sc, spec, quiet) is None
+
+
+@LINUX
+@pytest.mark.http  # it listens on 127.0.0.1 (and serves nothing)
+def test_the_owner_of_a_listening_socket_is_found_by_its_port() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert listening_pids(port) == [os.getpid()]
+    assert listening_pids(port) == []
+
+
+@LINUX
+@pytest.mark.slow  # two child interpreters, a few seconds of CPU
+def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_inside_as_the_run() -> None:
+    busy = "import time\nt = time.time()\nwhile time.time() - t < 4: pass"
+    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # the "run": idle
+    outside = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        meter = TenantMeter(root=root.pid)
+        for _ in range(3):
+            time.sleep(1.0)
+            meter.sample()
+        t = meter.result()
+    finally:
+        outside.kill()
+        root.kill()
+    # a busy loop takes most of a core on any machine, however fast, even beside another busy loop
+    assert t.total("neighbours") / t.wall > 0.4 and t.total("run") / t.wall < 0.1, t.sentence()
