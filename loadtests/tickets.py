@@ -44,6 +44,7 @@ DOUBLE_CANCEL_SHARE = 0.3  # of cancels: sent twice (the units must come back on
 OTHER_QUANTITY_SHARE = 0.005  # requests replayed with the same id and another quantity (must be refused)
 LATE_WAVE_SECONDS = 2.0
 SOLD_OUT_PROMISES = ("no_oversell", "stock_is_conserved")
+MIN_QUOTA = 20  # items: the opening's smallest quota, whatever the scale
 
 
 def _request_id(i: int) -> str:
@@ -64,7 +65,9 @@ class TicketsOpening(Scenario):
         super().__init__(spec)
         base = OpeningWorkload()
         scale = spec.number_scale
-        self.quota = max(1, round(base.quota * scale))
+        # a quota of a few items leaves holds too few for every check to get its chances (a late confirm, a
+        # release): below MIN_QUOTA the opening keeps MIN_QUOTA items (a slow staging box at --scale auto)
+        self.quota = max(MIN_QUOTA, round(base.quota * scale))
         self.requests = max(1, round(base.requests * scale))
         self.seconds = base.seconds
         self.hold = base.hold_seconds / spec.number_time_scale
@@ -403,3 +406,7 @@ class TicketsCalibrate(Calibration):
     def probe(self, ctx: Context, a: Arrival) -> None:
         i = a.data[1]
         ctx.driver.reserve(self.quota_id, f"b{i}", 1, f"r{i}", process="probe", intended_time=ctx.intended(a.t))
+
+    def probe_kept(self, op: Op) -> bool | None:
+        """no_oversell on the sold-out quota: a hold granted there sold stock that does not exist."""
+        return op.type != OK

@@ -34,6 +34,13 @@ class CalibrationResult:
     error: str | None = None
     seconds: float = 0.0
     latency_limit: float = 0.1  # s: the answer time a step must keep when the latency is checked
+    stopped_by: str = "top"  # "generator" (it fell behind its curve), "target" (it missed its limits), "top"
+    generator_rate: float = 0.0  # the highest step the generator sent on time (at least this: it stopped there)
+    answer_time: float | None = None  # s: the target's answer to probes one at a time, before the ladder
+    drained: float | None = None  # s the target took to answer in time again after the ladder (None: not seen)
+    drain_limit: float = 60.0
+    contention: str | None = None  # a neighbour that took CPU the ladder needed (peakproof.tenants)
+    neighbour_cores: float | None = None  # the most of a core processes outside the run took in any 5 s
 
     @property
     def ok(self) -> bool:
@@ -50,7 +57,28 @@ class CalibrationResult:
         if self.scenario == GIVEN:
             return f"this machine offers about {self.rate:,.0f} arrivals/s per process (as stated: --calibrated-rate)"
         what = "with the target answering in time" if self.latency_checked else "on time"
-        return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what}{self.why_stopped()})"
+        if self.stopped_by == "target":
+            return (f"the target kept its service levels up to about {self.rate:,.0f} arrivals/s (its knee"
+                    f"{self.why_stopped()}; the generator kept up to there at least){self.after()}")
+        return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what}{self.why_stopped()}){self.after()}"
+
+    @property
+    def knee(self) -> float | None:
+        """The highest rate at which the target kept every limit the ladder judges, when it was the
+        target that stopped the ladder; None when the generator or the top stopped it first."""
+        return self.rate if self.stopped_by == "target" else None
+
+    def after(self) -> str:
+        """What followed the ladder: the drain, and a neighbour that took CPU meanwhile."""
+        out = ""
+        if self.latency_checked and self.drained is None and self.steps:
+            out += (f"; the target did not answer in time again within {self.drain_limit:.0f} s after the ladder: "
+                    f"the next stage may start on its backlog")
+        elif self.drained is not None and self.drained > 1:
+            out += f"; the target worked off the ladder's backlog in {self.drained:.0f} s"
+        if self.contention:
+            out += f"; NOTE: {self.contention.split(': a neighbour')[0]} during the calibration"
+        return out
 
     def why_stopped(self) -> str:
         """Where the ladder stopped and why: the first step that failed, and what failed in it."""
@@ -67,7 +95,11 @@ class CalibrationResult:
                              f"(limit {self.latency_limit * 1000:,.0f} ms)")
             if failed.get("errors"):
                 cause.append(f"{failed['errors']:,} errors")
-        return f"; stopped at {failed['rate']:,.0f}/s: " + (", ".join(cause) or "too few answers in time")
+            if failed.get("broken"):
+                cause.append(f"{failed['broken']:,} answers broke a promise of the design")
+        who = {"generator": "the generator fell behind", "target": "the target missed its limits"}.get(self.stopped_by, "")
+        return (f"; stopped at {failed['rate']:,.0f}/s{' (' + who + ')' if who else ''}: "
+                + (", ".join(cause) or "too few answers in time"))
 
 
 def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = 120.0,
@@ -101,9 +133,17 @@ def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, tim
     err = doc.get("error")
     if doc.get("harness_errors"):
         err = f"the calibration scenario raised: {doc['harness_errors'][0].splitlines()[0]}"
+    neighbour = None
+    if doc.get("tenancy"):
+        from .tenants import Tenancy
+
+        busiest = Tenancy.from_json(doc["tenancy"]).busiest()
+        neighbour = busiest.neighbours / busiest.span if busiest else None
     return CalibrationResult(doc.get("scenario", case.calibration), float(doc.get("rate", 0.0)),
                              float(doc.get("top", 0.0)), bool(doc.get("latency_checked")), doc.get("steps", []),
-                             err, seconds, float(doc.get("latency_limit", 0.1)))
+                             err, seconds, float(doc.get("latency_limit", 0.1)), doc.get("stopped_by", "top"),
+                             float(doc.get("generator_rate") or 0.0), doc.get("answer_time"), doc.get("drained"),
+                             float(doc.get("drain_limit", 60.0)), doc.get("contention"), neighbour)
 
 
 def ladder_top(case: Case) -> float:
@@ -115,22 +155,23 @@ def ladder_top(case: Case) -> float:
 CLIMBS = 3  # a ladder whose top step passed climbs again from there, 4x higher, at most this often
 
 
-def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | None = None,
+def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | None = None, climbs: int = CLIMBS,
           **options: Any) -> CalibrationResult:
     """The case's calibration ladder up to where the generator (or, with ``latency``, the target
     sharing the machine) gives way, whatever the host: when even the top step held, it climbs
     again 4x higher (at most :data:`CLIMBS` times), so the figure is the machine's, never the cap's.
-    Every step of every ladder is kept, in order; ``top`` is the last ladder's."""
+    Every step of every ladder is kept, in order; ``top`` is the last ladder's. ``climbs=1``: never
+    above ``spec.calibrate_max_rate`` (an explicit ``--scale``: no ladder above the rate it asks)."""
     top = float(spec.calibrate_max_rate or ladder_top(case))
     low = None  # the first ladder starts low (2% of the peak); a climb again starts just below its last top
     steps: list[dict[str, Any]] = []
     seconds = 0.0
-    for _ in range(CLIMBS):
+    for _ in range(max(1, climbs)):
         cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
                               calibrate_min_rate=low, **options)
         steps += cal.steps
         seconds += cal.seconds
-        if not cal.ok or cal.rate < cal.top:
+        if not cal.ok or cal.rate < cal.top or climbs <= 1:
             break
         low, top = top, top * 4
     cal.steps, cal.seconds = steps, seconds

@@ -42,6 +42,9 @@ class LoadSettings:
     peak_rate: float | None = None  # the scenario's peak arrivals/s at scale 1 (the seed's)
     # why the target's latency was partly the harness's (it shared cores with the generators), or None
     shared_cores: str | None = None
+    # "target": the calibration's rate was where the target stopped keeping its limits (its knee); "top":
+    # the ladder's top step held. Either way it says nothing of what the generator can offer above it
+    calibrated_by: str | None = None
 
 
 @dataclass
@@ -97,7 +100,8 @@ def judge_offered_load(counters: LoadCounters, planned: Iterable[float], sends: 
     head = (f"Actual {on_time_n:,} of {c.due:,} due arrivals sent within {lim_ms:g} ms of their instant "
             f"({on_time:.1%}) / Limit >= {limit:.0%}: {c.late:,} sent late, {c.dropped:,} dropped after "
             f"{s.max_lateness:g} s; peak second {peak_sent:,} sent vs {peak_target:,} due")
-    capacity = (s.calibrated_rate or 0.0) * s.processes
+    # a rate that was the target's knee, or a ladder's top that held, is no limit of the generator's
+    capacity = (s.calibrated_rate or 0.0) * s.processes if s.calibrated_by is None else 0.0
     if capacity and peak_target > capacity:
         # The curve asked more than this machine offered in calibration (with the target answering in
         # time when it shares the machine): whatever filled the pool, the load asked for was never

@@ -42,6 +42,8 @@ class Placement:
     helpers: tuple[str, ...] = ()
     generator_cores: tuple[int, ...] = field(default=())  # empty: not pinned
     target_cores: tuple[int, ...] = field(default=())
+    # a target on this machine that the harness did not start: what /proc says of it (see target_facts)
+    facts: str | None = None
 
     @property
     def busy(self) -> int:
@@ -62,13 +64,15 @@ class Placement:
             return (f"{who}: {self.busy} busy processes on {self.cores} core(s), so the target shares cores with the "
                     f"generators: a shortfall or a latency miss will be INCONCLUSIVE, not FAIL (for a verdict on the "
                     f"target's capacity: {self.fix()})")
-        pinned = ""
-        if self.generator_cores and self.target_cores and self.target == "embedded":
+        if self.target == "embedded":
             pinned = (f"; generators pinned to core(s) {_cores(self.generator_cores)}, the target to core(s) "
-                      f"{_cores(self.target_cores)}")
-        elif self.generator_cores:
-            pinned = f"; generators pinned to core(s) {_cores(self.generator_cores)}, the target's are the rest"
-        return f"{who}: {self.busy} busy processes on {self.cores} core(s), each its own{pinned}"
+                      f"{_cores(self.target_cores)}" if self.generator_cores and self.target_cores else "")
+            return f"{who}: {self.busy} busy processes on {self.cores} core(s), each its own{pinned}"
+        # someone else's target: peakproof pins only its own generators and says what it found of the target
+        gens = (f"generators pinned to core(s) {_cores(self.generator_cores)}" if self.generator_cores
+                else "generators not pinned")
+        return (f"{who}: {gens}; {self.facts or 'the target processes: unknown'} (not pinned by peakproof; its "
+                f"CPU, the cores it ran on and what it waited for a CPU are measured in each stage)")
 
     def fix(self) -> str:
         """What would give the target cores of its own."""
@@ -107,12 +111,17 @@ def _cores(cs: tuple[int, ...]) -> str:
     return ",".join(str(c) for c in cs)
 
 
+def usable_cores_ids() -> list[int]:
+    """The CPU numbers this process may run on."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
 def core_ids(positions: tuple[int, ...]) -> set[int]:
     """The CPU numbers of the usable cores at these positions (a container may allow cores 2 and 3 only)."""
-    try:
-        usable = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = list(range(os.cpu_count() or 1))
+    usable = usable_cores_ids()
     return {usable[p % len(usable)] for p in positions}
 
 

@@ -19,6 +19,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 from .calibrate import CalibrationResult, climb
 from .placement import Placement, auto_processes, pin, place, usable_cores
 from .case import Case, get_case
@@ -126,18 +128,44 @@ def plan_command(args: argparse.Namespace) -> int:
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-plan-"))
         url = spec.target_url
         target_local = url is None or on_loopback(url)
-        if url is None:
-            # the embedded reference, as light as it goes (notifications: accepts only, no delivery), on the
-            # last core: the figure is the generator's, on the first
-            served = stack.enter_context(ServedTarget(case.name, **case.light_options()))
-            spec = spec.with_options(target_url=served.url)
-            pin(served.proc.pid if served.proc else None, _placed().target_cores)
-        # well past the peak, climbing until the generator gives way (the plan needs its limit, not "at least
-        # the peak"): the same ladder as peakproof run's calibration, so both print one figure
-        cal = climb(case, spec, Path(work), latency=False, pin=_generator_core())
+        knee = None
+        if url is not None:
+            # the target's own capacity first: the ladder from the rate it can take, judged by its limits and
+            # the promises its answers can break, up to where it stops keeping them (or the generator does)
+            knee = climb(case, spec, Path(work), latency=True, pin=_generator_core())
+            print(f"peakproof plan: the target's knee ({knee.seconds:.1f} s): {knee.sentence()}", flush=True)
+        # the generator's limit, against the embedded reference as light as it goes (notifications: accepts
+        # only, no delivery) on the last core, never against the URL: a ladder well past the peak would only
+        # bury a small staging box. The same ladder as peakproof run's calibration, so both print one figure
+        served = stack.enter_context(ServedTarget(case.name, **case.light_options()))
+        pin(served.proc.pid if served.proc else None, _placed().target_cores)
+        cal = climb(case, spec.with_options(target_url=served.url), Path(work), latency=False, pin=_generator_core())
     plan = make_plan(case, cal, target_local=target_local, pool_size=spec.pool_size)
+    if knee is not None and knee.steps:  # the answer time that matters is the URL's, at its ladder's first step
+        plan.answer_p99, plan.low_rate = knee.steps[0].get("p99_from_intended"), knee.steps[0].get("rate")
     print(render(plan, url, cal))
+    if knee is not None:
+        print(render_knee(case, knee, spec))
     return 0 if plan.processes else 2
+
+
+def render_knee(case: Case, knee: CalibrationResult, spec: "Any") -> str:
+    """The target's knee: the highest rate at which every limit the ladder judges held, and the factor to the peak."""
+    peak = case.peak_rate()
+    out = ["", f"  the target's knee ({spec.target_url}):"]
+    if not knee.ok:
+        out.append(f"    none found: {knee.sentence()}")
+        return "\n".join(out)
+    judged = (f"every answer within {knee.latency_limit * 1000:,.0f} ms of its instant (p99), under 1% errors, "
+              f"no answer breaking a promise the probe can break")
+    if knee.stopped_by == "target":
+        out.append(f"    {knee.rate:,.1f} arrivals/s: the highest step at which {judged}{knee.why_stopped()}")
+        out.append(f"    the seed's peak ({peak:,.0f}/s) is {peak / knee.rate:,.0f}x its knee; a load it can take: "
+                   f"peakproof run {case.name} --target-url {spec.target_url} --scale auto")
+    else:
+        out.append(f"    at least {knee.rate:,.0f} arrivals/s: the generator gave way first{knee.why_stopped()}; run "
+                   f"more generator processes (peakproof run --processes) to find the target's own")
+    return "\n".join(out)
 
 
 def _placed() -> "Placement":

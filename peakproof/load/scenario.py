@@ -159,36 +159,118 @@ class Scenario:
         return case.peak_rate() if case else None
 
 
-class Calibration(Scenario):
-    """Steps of rising constant rate (each ``step_seconds``): which rate does this machine's
-    generator, on one process, still offer on time, and (``calibrate_latency``) does the
-    target still answer within ``latency_limit``? Stops sending at the first step that
-    fails. Its result is the steps' figures (the stage's result), not a report.
+class _Trickle(Context):
+    """A context for probes sent one at a time, outside the schedule (before and after the ladder)."""
 
-    A case subclasses it with ``probe`` (one cheap, representative request) and ``setup``.
+    def __init__(self, driver: Any) -> None:
+        import random
+
+        self.driver, self.random = driver, random.Random(0)
+
+    def later(self, delay: float, kind: str, data: Any) -> None:
+        pass
+
+    def intended(self, t: float) -> float:
+        return time.time()
+
+
+class Calibration(Scenario):
+    """Steps of rising constant rate: which rate does this machine's generator, on one process,
+    still offer on time, and (``calibrate_latency``) does the target still answer within
+    ``latency_limit``, without errors, keeping what :meth:`probe_kept` judges? Stops sending at
+    the first step that fails. Its result is the steps' figures (the stage's result), not a report.
+
+    When the target's service levels are judged, the ladder starts from the rate the target can
+    take: a few probes one at a time measure its answer time, and the first step is a quarter of
+    what one worker answering that fast would take (a few requests a second for a slow staging
+    box), unless ``calibrate_min_rate`` says. Each step lasts long enough for :data:`MIN_PROBES`
+    answers. After the ladder the target is let drain: probes one at a time until it answers in
+    time again (bounded), so the next stage does not start on the calibration's backlog.
+
+    A case subclasses it with ``probe`` (one cheap, representative request), ``setup`` and,
+    where the probe's answer can break a promise, ``probe_kept``.
     """
 
     calibration: ClassVar[bool] = True
     step_seconds: ClassVar[float] = 0.5
     ratio: ClassVar[float] = 1.4
-    min_share: ClassVar[float] = 0.02  # the first step's rate, as a share of the peak (or the top, if lower)
+    min_share: ClassVar[float] = 0.02  # the first step's rate at most, as a share of the peak (or the top, if lower)
     latency_limit: ClassVar[float] = 0.1
     on_time_share: ClassVar[float] = 0.98
+    MIN_PROBES: ClassVar[int] = 12  # answers a step needs to be judged (a slow target's steps last longer)
+    FLOOR: ClassVar[float] = 2.0  # arrivals/s: the lowest first step
+    TRICKLE: ClassVar[int] = 5  # probes one at a time that measure the target's answer time
+    DRAIN_LIMIT: ClassVar[float] = 60.0  # s: how long the target is given to work off the ladder's backlog
 
     def __init__(self, spec: "RunSpec") -> None:
         super().__init__(spec)
+        self.stopped_at: int | None = None
+        self.answer_time: float | None = None  # s: median of the probes sent one at a time
+        self.drained: float | None = None  # s the target took to answer in time again after the ladder
+        self._arrivals: list[Arrival] | None = None
+        self.set_rates(float(spec.calibrate_min_rate) if spec.calibrate_min_rate else None)
+
+    @property
+    def top(self) -> float:
+        return float(self.spec.calibrate_max_rate or self.peak_rate() or 1000.0)
+
+    def set_rates(self, first: float | None) -> None:
+        """The ladder: from ``first`` (None: 2% of the peak, or of the top when lower), by ``ratio``, to the top."""
         peak = float(self.peak_rate() or 1000.0)
-        top = float(spec.calibrate_max_rate or peak)
-        # the first step low (2% of the seed's peak, or of the top when that is lower), wherever the top is:
-        # a ladder that climbs far past the peak must still find a slow machine's first rate
-        low = float(spec.calibrate_min_rate or self.min_share * min(peak, top))
+        top = self.top
+        low = first if first else self.min_share * min(peak, top)
         rates, r = [], min(low, top)
         while r < top:
             rates.append(r)
             r *= self.ratio
         self.rates = rates + [top]
-        self.stopped_at: int | None = None
-        self._arrivals: list[Arrival] | None = None
+        self.durations = [max(self.step_seconds, self.MIN_PROBES / r) for r in self.rates]
+        self.starts = [sum(self.durations[:k]) for k in range(len(self.rates))]
+        self._arrivals = None
+
+    def start_from_the_target(self) -> dict[str, Any]:
+        """On the master, after ``setup``: when the target's service levels are judged and no first rate was
+        stated, time :data:`TRICKLE` probes sent one at a time and start the ladder where the target surely
+        keeps up. Returns what workers adopt (the ladder)."""
+        if self.spec.calibrate_latency and not self.spec.calibrate_min_rate:
+            times = [t for t in (self._probe_alone(10**9 + k) for k in range(self.TRICKLE)) if t is not None]
+            if times:
+                self.answer_time = sorted(times)[len(times) // 2]
+                cap = self.min_share * min(float(self.peak_rate() or 1000.0), self.top)
+                self.set_rates(max(self.FLOOR, min(cap, 0.25 / max(self.answer_time, 1e-4))))
+        return {"calibration_rates": self.rates}
+
+    def adopt_rates(self, shared: dict[str, Any]) -> None:
+        if shared.get("calibration_rates"):
+            self.rates = list(shared["calibration_rates"])
+            self.durations = [max(self.step_seconds, self.MIN_PROBES / r) for r in self.rates]
+            self.starts = [sum(self.durations[:k]) for k in range(len(self.rates))]
+            self._arrivals = None
+
+    def _probe_alone(self, i: int) -> float | None:
+        """One probe, alone; its answer time (s) if it was answered (ok or refused), else None."""
+        from ..history import History
+
+        history = History(time.time)
+        self.probe(_Trickle(self.driver(history)), Arrival(0.0, "probe", (-1, i)))
+        op = history.ops[-1] if history.ops else None
+        return op.latency if op is not None and op.done and op.type != "info" else None
+
+    def finish(self, history: History) -> None:
+        """Let the target drain: probes one at a time until three in a row come back within the limit."""
+        if not self.spec.calibrate_latency:
+            return
+        t0 = time.monotonic()
+        in_time, k = 0, 0
+        while time.monotonic() - t0 < self.DRAIN_LIMIT:
+            took = self._probe_alone(2 * 10**9 + k)
+            k += 1
+            in_time = in_time + 1 if took is not None and took <= self.latency_limit else 0
+            if in_time >= 3:
+                self.drained = time.monotonic() - t0
+                return
+            if took is None or took > self.latency_limit:
+                time.sleep(0.2)
 
     def handlers(self) -> dict[str, Handler]:
         return {"probe": self._maybe_probe}
@@ -197,13 +279,13 @@ class Calibration(Scenario):
         if self._arrivals is None:
             out: list[Arrival] = []
             for k, rate in enumerate(self.rates):
-                n = max(1, round(rate * self.step_seconds))
-                out += [Arrival(k * self.step_seconds + i / rate, "probe", (k, len(out) + i)) for i in range(n)]
+                n = max(1, round(rate * self.durations[k]))
+                out += [Arrival(self.starts[k] + i / rate, "probe", (k, len(out) + i)) for i in range(n)]
             self._arrivals = out
         return self._arrivals
 
     def bound_seconds(self) -> float:
-        return len(self.rates) * self.step_seconds + 15
+        return sum(self.durations) + 15
 
     def _maybe_probe(self, ctx: Context, a: Arrival) -> None:
         if self.stopped_at is not None and a.data[0] > self.stopped_at:
@@ -213,37 +295,51 @@ class Calibration(Scenario):
     def probe(self, ctx: Context, a: Arrival) -> None:
         raise NotImplementedError
 
+    def probe_kept(self, op: Any) -> bool | None:
+        """Whether a probe's answer kept the design's promises (None: its answer cannot break one)."""
+        return None
+
+    def step_of(self, offset: float) -> int:
+        import bisect
+
+        # 1e-4 s of slack: an arrival at a step's first instant, read back from a wall clock of 1.7e9 s, may
+        # come out a few tenths of a microsecond early (and would count against the step before)
+        return min(len(self.rates) - 1, max(0, bisect.bisect_right(self.starts, offset + 1e-4) - 1))
+
     def step_stats(self, history: History, t0: float) -> list[dict[str, Any]]:
         by_step: dict[int, list[Any]] = {}
         for op in history.ops:
             if op.process == "probe" and op.intended_time is not None:
-                k = min(len(self.rates) - 1, max(0, int((op.intended_time - t0) / self.step_seconds + 1e-9)))
-                by_step.setdefault(k, []).append(op)
+                by_step.setdefault(self.step_of(op.intended_time - t0), []).append(op)
         out = []
         for k, rate in enumerate(self.rates):
             ops = by_step.get(k, [])
-            due = max(1, round(rate * self.step_seconds))
+            due = max(1, round(rate * self.durations[k]))
             on_time = sum(1 for op in ops if op.send_time is not None
                           and op.send_time - op.intended_time <= self.spec.late_threshold)
             lat = sorted(op.latency_from_intended for op in ops if op.done)
             errors = sum(1 for op in ops if op.type == "info")
+            broken = sum(1 for op in ops if op.done and self.probe_kept(op) is False)
             p99 = lat[max(0, math.ceil(0.99 * len(lat)) - 1)] if lat else None
-            out.append({"rate": round(rate, 1), "due": due, "sent": len(ops), "on_time": on_time,
-                        "on_time_share": round(on_time / due, 4), "p99_from_intended": p99,
-                        "errors": errors, "done": len(lat)})
+            out.append({"rate": round(rate, 1), "seconds": round(self.durations[k], 2), "due": due, "sent": len(ops),
+                        "on_time": on_time, "on_time_share": round(on_time / due, 4), "p99_from_intended": p99,
+                        "errors": errors, "broken": broken, "done": len(lat)})
         return out
 
-    def step_passes(self, st: dict[str, Any], check_latency: bool) -> bool:
-        """On time, and (``check_latency``: the target shares this machine) answered, without
-        errors, within the limit. Without it only the generator is measured: a target's errors
-        and slowness are the load run's findings, not a reason to offer it less."""
-        if st["on_time_share"] < self.on_time_share:
-            return False
-        if not check_latency:
-            return True
-        if st["done"] < st["due"] * self.on_time_share or st["errors"] > 0.01 * st["due"]:
+    def generator_kept_up(self, st: dict[str, Any]) -> bool:
+        return st["on_time_share"] >= self.on_time_share
+
+    def target_kept_up(self, st: dict[str, Any]) -> bool:
+        """Answered, without errors, within the limit, and every answer kept the design's promises."""
+        if st["done"] < st["due"] * self.on_time_share or st["errors"] > 0.01 * st["due"] or st.get("broken"):
             return False
         return st["p99_from_intended"] is not None and st["p99_from_intended"] <= self.latency_limit
+
+    def step_passes(self, st: dict[str, Any], check_latency: bool) -> bool:
+        """On time, and (``check_latency``: the target's service levels are judged) answered, without
+        errors, within the limit. Without it only the generator is measured: a target's errors
+        and slowness are the load run's findings, not a reason to offer it less."""
+        return self.generator_kept_up(st) and (not check_latency or self.target_kept_up(st))
 
     def monitor(self, history: History, now: float | None) -> None:
         if now is None or self.stopped_at is not None:
@@ -252,7 +348,7 @@ class Calibration(Scenario):
         stats = self.step_stats(history, t0)
         for k, st in enumerate(stats):
             # judge a step once its answers had time to come (its end plus the latency limit, 0.5 s at least)
-            if (k + 1) * self.step_seconds + max(0.5, self.latency_limit) > now:
+            if self.starts[k] + self.durations[k] + max(0.5, self.latency_limit) > now:
                 break
             if not self.step_passes(st, self.spec.calibrate_latency):
                 self.stopped_at = k
@@ -261,13 +357,23 @@ class Calibration(Scenario):
     def conclude(self, history: History, t0: float) -> dict[str, Any]:
         check_latency = self.spec.calibrate_latency
         stats = self.step_stats(history, t0)
-        best = 0.0
+        best, generator, stopped_by = 0.0, 0.0, "top"
         for st in stats:
-            if st["sent"] == 0 or not self.step_passes(st, check_latency):
+            if st["sent"] == 0:
+                stopped_by = "generator"
+                break
+            if self.generator_kept_up(st):
+                generator = st["rate"]
+            if not self.step_passes(st, check_latency):
+                # the target's when the generator sent this step on time (or the target also failed it)
+                stopped_by = "target" if check_latency and not self.target_kept_up(st) and (
+                    self.generator_kept_up(st) or st["done"] < st["sent"] * self.on_time_share) else "generator"
                 break
             best = st["rate"]
         return {"scenario": self.name, "rate": best, "top": self.rates[-1], "latency_checked": check_latency,
-                "latency_limit": self.latency_limit, "steps": stats}
+                "latency_limit": self.latency_limit, "steps": stats, "stopped_by": stopped_by,
+                "generator_rate": generator, "answer_time": self.answer_time, "drained": self.drained,
+                "drain_limit": self.DRAIN_LIMIT}
 
 
 SCENARIOS: dict[str, type[Scenario]] = {}

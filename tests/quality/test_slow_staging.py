@@ -1,0 +1,97 @@
+"""A small staging box, met as a user with one would: the reference behind four pre-forked workers that
+take about 20 holds a second (``tests/support/slow_tickets.py``). The plan finds its knee, ``--scale
+auto`` runs at a rate it can take, the placement names its processes, and a load twenty times its
+knee FAILs it on latency and the pool without the calibration's backlog spoiling the next stage."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import requests
+
+from peakproof.launch import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.http, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def slow_box() -> Iterator[tuple[str, list[int]]]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.slow_tickets", str(port)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        workers = [int(p) for p in re.findall(r"\d+", line.split("workers", 1)[1].split("]")[0])]
+        url = f"http://127.0.0.1:{port}/tickets"
+        requests.get(f"{url}/health", timeout=5).raise_for_status()
+        yield url, [proc.pid, *workers]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def holds_per_second(url: str, seconds: float = 3.0, clients: int = 8) -> float:
+    """What the box really takes: clients sending holds back to back on a sold-out quota, counted."""
+    requests.put(f"{url}/quotas/knee-truth", json={"capacity": 0, "hold_seconds": 60}, timeout=10).raise_for_status()
+    done = [0]
+    stop = time.monotonic() + seconds
+
+    def client(k: int) -> None:
+        with requests.Session() as s:
+            i = 0
+            while time.monotonic() < stop:
+                s.post(f"{url}/quotas/knee-truth/reservations", timeout=10,
+                       json={"buyer_id": f"b{k}-{i}", "quantity": 1, "request_id": f"r{k}-{i}"})
+                done[0] += 1
+                i += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0] / (time.monotonic() - t0)
+
+
+def peakproof(*args: str) -> tuple[int, str]:
+    proc = subprocess.run([sys.executable, "-m", "peakproof", *args], capture_output=True, text=True, timeout=900,
+                          cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_plan_finds_a_small_box_s_knee_within_twice_what_it_really_takes(slow_box) -> None:
+    url, _ = slow_box
+    code, out = peakproof("plan", "tickets", "--target-url", url)
+    knee = float(re.search(r"\n    ([\d,.]+) arrivals/s: the highest step", out).group(1).replace(",", ""))
+    truth = holds_per_second(url)
+    print(f"\nknee {knee:.1f}/s, the box takes {truth:.1f} holds/s")
+    assert code == 0 and truth / 2 <= knee <= truth * 2, out[-3000:]
+    assert "the target missed its limits" in out and "x its knee" in out
+
+
+def test_scale_auto_runs_a_small_box_at_a_rate_it_takes_and_names_its_processes(slow_box) -> None:
+    url, pids = slow_box
+    code, out = peakproof("run", "tickets", "--target-url", url, "--skip-properties")
+    placement = next(line for line in out.splitlines() if line.startswith("peakproof: placement:"))
+    assert all(str(pid) in placement for pid in pids) and "allowed on core(s)" in placement, placement
+    assert "the target's are the rest" not in out and "its knee" in out
+    assert code == 0 and "verdict for tickets: PASS" in out, out[-4000:]
+
+
+def test_a_load_twenty_times_a_small_box_s_knee_fails_it_on_latency_and_the_pool(slow_box) -> None:
+    url, _ = slow_box
+    code, out = peakproof("run", "tickets", "--target-url", url, "--scale", "0.02", "--skip-properties")
+    assert "BEFORE THE LOAD: the curve does not fit the target" in out, out[-4000:]
+    assert code == 1 and "verdict for tickets: FAIL" in out, out[-4000:]
+    assert "reserve p99 latency (intended)" in out and "the target's latency held the pool" in out
+    # the calibration's ladder stopped near the knee and let the box drain: the load's set-up was answered
+    assert "target_setup_succeeded" not in out and "never answered" not in out
