@@ -199,7 +199,7 @@ def run_spec(args: argparse.Namespace) -> Any:
     processes = args.processes
     if processes == "auto":  # every core generates, but one is left to a target on this machine
         from .placement import auto_processes, usable_cores
-        from .runner import on_loopback
+        from .placement import on_loopback
 
         processes = auto_processes(usable_cores(), not args.target_url or on_loopback(args.target_url))
     spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), processes=processes,

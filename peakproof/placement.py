@@ -26,6 +26,20 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def on_loopback(url: str) -> bool:
+    """The URL's host is this machine (127.0.0.0/8, ::1 or localhost)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def auto_processes(cores: int, target_local: bool) -> int:
     """``--processes auto``: every core generates, but one is left to a target on this machine."""
     return max(1, cores - (1 if target_local else 0))

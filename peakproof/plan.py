@@ -113,7 +113,7 @@ def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
 def plan_command(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .runner import on_loopback
+    from .placement import on_loopback
     from .spec import RunSpec
 
     case = get_case(args.case)

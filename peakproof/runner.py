@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, processes_for
-from .placement import Placement, pin, taskset, usable_cores
+from .placement import Placement, on_loopback, pin, taskset, usable_cores
 from .case import Case, get_case
 from .checks import CheckResult
 from .errors import UsageError
@@ -213,31 +213,13 @@ def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
 def target_facts(url: str) -> str:
     """What /proc says of the processes serving a loopback URL: the owners of its listening socket and
     their children, by pid and name, and the cores they may run on; "unknown" where it cannot tell."""
-    from urllib.parse import urlsplit
-
     from .tenants import Tenancy, TenantMeter, affinity
 
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    meter = TenantMeter(port=port)
+    meter = TenantMeter.for_url(url)
     t = Tenancy(len(meter.cpus), target_processes=sorted(meter.target_names.items()),
-                target_affinity={p: affinity(p) for p in meter.target_names}, port=port,
+                target_affinity={p: affinity(p) for p in meter.target_names}, port=meter.port,
                 found_by_socket=meter.found_by_socket)
     return t.target_sentence(seen=False)  # nothing ran yet: the cores it may use, not those it used
-
-
-def on_loopback(url: str) -> bool:
-    """The URL's host is this machine (127.0.0.0/8, ::1 or localhost)."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | None:

@@ -235,6 +235,20 @@ class TenantMeter:
         self._last = self._read()
         self._first_t = self._last[0] if self._last else time.monotonic()
 
+    @classmethod
+    def for_url(cls, url: str | None, root: int | None = None, target_pids: Iterable[int] = ()) -> "TenantMeter":
+        """The meter of a stage against ``url``: the run's tree under ``root`` (None: this process), the
+        target's ``target_pids`` and, for a loopback URL, the owners of its listening socket."""
+        from urllib.parse import urlsplit
+
+        from .placement import on_loopback
+
+        port = None
+        if url and on_loopback(url):
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(root, target_pids, port)
+
     def _read(self) -> tuple[float, dict[int, float], dict[int, float], set[int], set[int],
                              dict[int, tuple[float, float, int]]] | None:
         busy = busy_by_cpu(self.cpus)

@@ -349,21 +349,11 @@ def _send_history(eng: Engine) -> None:
 
 
 def _tenant_meter(eng: Engine) -> Any:
-    """Reads who uses this machine's CPU from now to the judgement, every second (see peakproof.tenants):
-    the run's tree (``peakproof run``'s, or this Locust's), and the target's processes when it is on
-    this machine (the stated pids, and the owner of the listening socket of a loopback URL)."""
-    from urllib.parse import urlsplit
-
-    from ..runner import on_loopback
+    """Who uses this machine's CPU from now to the judgement, read every second (peakproof.tenants)."""
     from ..tenants import TenantMeter
 
-    host = eng.scenario.host or ""
-    port = None
-    if host and on_loopback(host):
-        parts = urlsplit(host)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        meter = TenantMeter(eng.spec.run_pid, eng.spec.target_pids or (), port)
+        meter = TenantMeter.for_url(eng.scenario.host, eng.spec.run_pid, eng.spec.target_pids or ())
     except Exception as e:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
         harness_error(eng, "reading the machine's tenants", e)
         return None

@@ -97,7 +97,7 @@ def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
     if spec.shared_cores is not None:
         return spec.shared_cores or None
     from ..placement import place, usable_cores
-    from ..runner import on_loopback
+    from ..placement import on_loopback
 
     if not sc.host or not on_loopback(sc.host):
         return None

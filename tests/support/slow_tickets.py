@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
+    sock.listen(2048)  # gunicorn's default backlog: a burst waits in the kernel, as it would there
     lock_path = os.path.join(tempfile.mkdtemp(prefix="slow-tickets-"), "lock")
     with ServedTarget("tickets") as backend:
         host, port = backend.url.split("//", 1)[1].split("/", 1)[0].split(":")

@@ -1,0 +1,71 @@
+"""The calibration's ladder read as a user with a small staging box needs it: whose limit stopped it,
+where it starts and how long each step lasts, what an explicit scale allows, and a curve that does not
+fit said before the load."""
+
+from __future__ import annotations
+
+from peakproof.calibrate import CalibrationResult
+from peakproof.cases import all_cases
+from peakproof.offered import LoadCounters, LoadSettings, judge_offered_load
+from peakproof.runner import calibrated_by, does_not_fit, explicit_rate
+from peakproof.spec import RunSpec
+
+TICKETS = all_cases()["tickets"]
+STEP = {"due": 10, "sent": 10, "on_time": 10, "on_time_share": 1.0, "errors": 0, "broken": 0, "done": 10}
+
+
+def knee_at(rate: float) -> CalibrationResult:
+    """A ladder the target stopped: on time at every step, answered late above ``rate``."""
+    steps = [{**STEP, "rate": rate, "p99_from_intended": 0.06},
+             {**STEP, "rate": rate * 1.4, "p99_from_intended": 0.4}]
+    return CalibrationResult("tickets-calibrate", rate, 400.0, True, steps, stopped_by="target",
+                             generator_rate=rate * 1.4)
+
+
+def test_a_ladder_the_target_stopped_is_its_knee_and_says_so() -> None:
+    cal = knee_at(18.5)
+    assert cal.knee == 18.5 and "its knee" in cal.sentence()
+    assert "(the target missed its limits)" in cal.why_stopped() and "p99 400 ms" in cal.why_stopped()
+    generator = CalibrationResult("tickets-calibrate", 9_000.0, 40_000.0, True, [], stopped_by="generator")
+    assert generator.knee is None
+
+
+def test_a_ladder_that_met_a_broken_promise_names_it() -> None:
+    steps = [{**STEP, "rate": 10.0, "p99_from_intended": 0.01},
+             {**STEP, "rate": 14.0, "p99_from_intended": 0.01, "broken": 3}]
+    cal = CalibrationResult("tickets-calibrate", 10.0, 400.0, True, steps, stopped_by="target")
+    assert "3 answers broke a promise of the design" in cal.why_stopped()
+
+
+def test_an_explicit_scale_is_the_ladder_s_top_and_auto_has_none() -> None:
+    spec = RunSpec(case="tickets", scale=0.02, processes=2)
+    assert explicit_rate(TICKETS, spec) == TICKETS.peak_rate() * 0.02 / 2
+    assert explicit_rate(TICKETS, RunSpec(case="tickets", scale="auto")) is None
+
+
+def test_a_curve_above_a_target_s_knee_is_said_before_the_load_as_the_target_s_to_take() -> None:
+    spec = RunSpec(case="tickets", scale=0.02, target_url="http://127.0.0.1:8000/tickets")
+    said = does_not_fit(TICKETS, spec, knee_at(18.5), TICKETS.peak_rate() * 0.02) or ""
+    assert "does not fit the target" in said and f"{400 / 18.5:.1f}x" in said and "FAIL" in said
+    assert does_not_fit(TICKETS, spec, knee_at(18.5), 9.0) is None
+
+
+def test_a_curve_above_the_generator_s_limit_is_said_before_the_load_with_processes_to_fit_it() -> None:
+    spec = RunSpec(case="tickets", scale=1.0)
+    cal = CalibrationResult("tickets-calibrate", 16_198.0, 20_000.0, True, [], stopped_by="generator")
+    said = does_not_fit(TICKETS, spec, cal, 20_000.0) or ""
+    assert "does not fit this machine" in said and "1.2x" in said and "--processes 2" in said
+    assert "INCONCLUSIVE" in said
+
+
+def test_a_target_s_knee_below_the_curve_leaves_a_held_pool_the_target_s_failure() -> None:
+    # the knee is no limit of the generator's: a pool held by the target's answers is its FAIL
+    held = LoadCounters(due=4_000, sent=1_100, late=1_300, dropped=1_600, pool_full=40, late_by_pool=2_900)
+    planned = [i / 400 for i in range(4_000)]
+    spec = RunSpec(case="tickets", target_url="http://127.0.0.1:8000/tickets")
+    by = calibrated_by(knee_at(18.5), spec)
+    assert by == "target"
+    judged = judge_offered_load(held, planned, [], LoadSettings(calibrated_rate=18.5, calibrated_by=by))
+    assert judged.valid is False and "the target's latency held the pool" in judged.first_violation
+    # the same rate as the generator's limit decides nothing
+    assert judge_offered_load(held, planned, [], LoadSettings(calibrated_rate=18.5)).valid == "unknown"
