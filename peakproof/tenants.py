@@ -6,6 +6,8 @@ needed has not shown that it cannot keep its promise. The facts, read from Linux
 
 - the machine's busy time, per core (``/proc/stat``: user, nice, system, steal; interrupts and
   softirqs are left out, as they are mostly the run's own loopback traffic);
+- the kernel's own threads (children of kthreadd: softirqs of the run's loopback traffic, writeback),
+  counted apart and never as a neighbour;
 - the run's own processes: the tree under the run's root (``peakproof run``, or the Locust
   process run directly) and the target's processes on this machine, found by the owner of the
   listening socket (``/proc/net/tcp`` inode -> ``/proc/PID/fd``), with their children;
@@ -198,14 +200,15 @@ class Window:
     target: float  # the target's processes on this machine
     waited_run: float
     waited_target: float
+    kernel: float = 0.0  # the kernel's own threads (loopback softirqs, writeback): mostly the run's traffic
 
     @property
     def neighbours(self) -> float:
-        return max(0.0, self.machine - self.run - self.target)
+        return max(0.0, self.machine - self.run - self.target - self.kernel)
 
     def to_json(self) -> list[float]:
         return [round(x, 4) for x in (self.span, self.machine, self.run, self.target, self.waited_run,
-                                      self.waited_target)]
+                                      self.waited_target, self.kernel)]
 
     @classmethod
     def from_json(cls, v: list[float]) -> "Window":
@@ -250,25 +253,26 @@ class TenantMeter:
         return cls(root, target_pids, port)
 
     def _read(self) -> tuple[float, dict[int, float], dict[int, float], set[int], set[int],
-                             dict[int, tuple[float, float, int]]] | None:
+                             dict[int, tuple[float, float, int]], set[int]] | None:
         busy = busy_by_cpu(self.cpus)
         if busy is None:
             return None
         table = process_table()
         target = with_descendants(table, self.target_roots)
         run = with_descendants(table, [self.root]) - target
+        kernel = {p.pid for p in table.values() if p.ppid == 2 or p.pid == 2}  # kthreadd and its threads
         for pid in target:
             self.target_names.setdefault(pid, table[pid].comm)
-        cpu = {pid: table[pid].cpu for pid in run | target}
+        cpu = {pid: table[pid].cpu for pid in run | target | kernel}
         threads = thread_stats(run | target)
-        return time.monotonic(), busy, cpu, run, target, threads
+        return time.monotonic(), busy, cpu, run, target, threads, kernel
 
     def sample(self) -> None:
         now = self._read()
         if now is None or self._last is None:
             return
-        t0, busy0, cpu0, _, _, th0 = self._last
-        t1, busy1, cpu1, run, target, th1 = now
+        t0, busy0, cpu0, _, _, th0, _ = self._last
+        t1, busy1, cpu1, run, target, th1, kernel = now
         machine = sum(busy1[c] - busy0.get(c, busy1[c]) for c in busy1)
 
         def used(group: set[int]) -> float:
@@ -285,7 +289,7 @@ class TenantMeter:
             if _run > th0.get(tid, (0.0, 0.0, 0))[0]:
                 self.cores_seen[who].add(core)
         self.windows.append(Window(t1 - t0, machine, max(0.0, used(run)), max(0.0, used(target)),
-                                   waited["run"], waited["target"]))
+                                   waited["run"], waited["target"], max(0.0, used(kernel))))
         self._last = now
 
     def result(self) -> "Tenancy":
@@ -345,6 +349,7 @@ class Tenancy:
         peak = f"; busiest {b.span:.0f} s: {b.neighbours / b.span:.2f} of a core" if b and b.span < self.wall - 0.5 else ""
         return (f"CPU over {self.wall:,.1f} s on {self.cores} core(s): the run {self.total('run'):,.1f} s, the target "
                 f"{self.total('target'):,.1f} s{'' if self.target_processes else ' (not on this machine, or not found)'}, "
+                f"the kernel's threads {self.total('kernel'):,.1f} s, "
                 f"processes outside the run {self.total('neighbours'):,.1f} s ({self.share('neighbours'):.0%} of the "
                 f"machine{peak}); the run's threads waited for a CPU {self.total('waited_run'):,.1f} s, the "
                 f"target's {self.total('waited_target'):,.1f} s")
@@ -384,7 +389,7 @@ def stretches(windows: list[Window], span: float) -> Iterable[Window]:
     stage, when the stage is shorter)."""
     whole = sum(w.span for w in windows)
     for i in range(len(windows)):
-        acc = Window(0, 0, 0, 0, 0, 0)
+        acc = Window(0, 0, 0, 0, 0, 0, 0)
         for w in windows[i:]:
             acc = Window(*(a + b for a, b in zip(acc.to_json(), w.to_json())))
             if acc.span >= span:
