@@ -333,8 +333,11 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     t0 = time.monotonic()
     name = "properties (Hypothesis)"
     env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    from .tenants import Metered, contention
+
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROPERTIES_LIMIT)
+        with Metered(spec.target_url, spec.target_pids or ()) as metered:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROPERTIES_LIMIT)
     except subprocess.TimeoutExpired:
         return Part(name, Outcome.INCONCLUSIVE, f"stopped by the harness's own limit ({PROPERTIES_LIMIT:,} s)",
                     reasons=[f"the properties were stopped by peakproof run's own limit of {PROPERTIES_LIMIT:,} s, "
@@ -342,6 +345,11 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
                              f"(--help: --hold-window, --backoff, ...), run fewer examples (HYPOTHESIS_PROFILE=dev), "
                              f"or run pytest properties/ directly, which has no such limit"])
     took = f" in {time.monotonic() - t0:.1f} s, against {spec.target_url}"
+    busy = contention(metered.tenancy) if metered.tenancy else None
+    if metered.tenancy:
+        print(f"peakproof: properties: {metered.tenancy.sentence()}", flush=True)
+    if busy:  # said, not undecided: a property's failure names its own cause; this says what else went on
+        took += f"; NOTE: {busy.split(': a neighbour')[0]} during the properties"
     if not result.exists():  # pytest stopped before its session ended: its options or our plugin
         print(proc.stdout[-3000:], proc.stderr[-2000:])
         return Part(name, Outcome.INCONCLUSIVE, f"pytest exited {proc.returncode} without a result" + took,

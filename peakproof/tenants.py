@@ -300,6 +300,39 @@ class TenantMeter:
                        self.port, self.found_by_socket)
 
 
+class Metered:
+    """A stage run beside a meter sampling once a second on a thread of its own (for stages that run in
+    a child process the harness waits on: the properties). ``with Metered(url, pids) as m: ...``, then
+    ``m.tenancy``."""
+
+    def __init__(self, url: str | None, target_pids: Iterable[int] = ()) -> None:
+        self.url, self.target_pids = url, tuple(target_pids)
+        self.tenancy: Tenancy | None = None
+
+    def __enter__(self) -> "Metered":
+        import threading
+
+        self.meter: TenantMeter | None = None
+        try:
+            self.meter = TenantMeter.for_url(self.url, None, self.target_pids)
+        except Exception:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
+            return self
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="peakproof-tenants", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.meter.sample()  # type: ignore[union-attr]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.meter is not None:
+            self._stop.set()
+            self._thread.join()
+            self.tenancy = self.meter.result()
+
+
 def _tids(pid: int) -> list[int]:
     try:
         return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
