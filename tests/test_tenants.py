@@ -94,3 +94,13 @@ def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_insid
         root.kill()
     # a busy loop takes most of a core on any machine, however fast, even beside another busy loop
     assert t.total("neighbours") / t.wall > 0.4 and t.total("run") / t.wall < 0.1, t.sentence()
+
+
+@LINUX
+def test_a_stage_run_beside_a_meter_gets_its_tenancy_when_it_ends() -> None:
+    from peakproof.tenants import Metered
+
+    with Metered(None) as m:
+        time.sleep(1.3)
+    assert m.tenancy is not None and m.tenancy.measured and m.tenancy.wall >= 1.0
+    assert "processes outside the run" in m.tenancy.sentence()
