@@ -69,3 +69,14 @@ def test_a_target_s_knee_below_the_curve_leaves_a_held_pool_the_target_s_failure
     assert judged.valid is False and "the target's latency held the pool" in judged.first_violation
     # the same rate as the generator's limit decides nothing
     assert judge_offered_load(held, planned, [], LoadSettings(calibrated_rate=18.5)).valid == "unknown"
+
+
+def test_the_plan_prints_a_target_s_knee_and_the_factor_to_the_seed_s_peak() -> None:
+    from peakproof.plan import render_knee
+
+    spec = RunSpec(case="tickets", target_url="http://127.0.0.1:8111/tickets")
+    text = render_knee(TICKETS, knee_at(18.5), spec)
+    assert "18.5 arrivals/s: the highest step at which every answer within 100 ms" in text
+    assert f"is {TICKETS.peak_rate() / 18.5:,.0f}x its knee" in text and "--scale auto" in text
+    faster = CalibrationResult("tickets-calibrate", 9_000.0, 40_000.0, True, [], stopped_by="generator")
+    assert "at least 9,000 arrivals/s: the generator gave way first" in render_knee(TICKETS, faster, spec)

@@ -1,7 +1,8 @@
 """A small staging box, met as a user with one would: the reference behind four pre-forked workers that
-take about 20 holds a second (``tests/support/slow_tickets.py``). The plan finds its knee, ``--scale
-auto`` runs at a rate it can take, the placement names its processes, and a load twenty times its
-knee FAILs it on latency and the pool without the calibration's backlog spoiling the next stage."""
+take about 20 holds a second (``tests/support/slow_tickets.py``). The calibration finds its knee (the
+ladder ``peakproof plan --target-url`` climbs too), ``--scale auto`` runs at a rate it can take, the
+placement names its processes, and a load twenty times its knee FAILs it on latency and the pool
+without the calibration's backlog spoiling the next stage."""
 
 from __future__ import annotations
 
@@ -68,22 +69,19 @@ def peakproof(*args: str) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_the_plan_finds_a_small_box_s_knee_within_twice_what_it_really_takes(slow_box) -> None:
-    url, _ = slow_box
-    code, out = peakproof("plan", "tickets", "--target-url", url)
-    knee = float(re.search(r"\n    ([\d,.]+) arrivals/s: the highest step", out).group(1).replace(",", ""))
-    truth = holds_per_second(url)
-    print(f"\nknee {knee:.1f}/s, the box takes {truth:.1f} holds/s")
-    assert code == 0 and truth / 2 <= knee <= truth * 2, out[-3000:]
-    assert "the target missed its limits" in out and "x its knee" in out
-
-
-def test_scale_auto_runs_a_small_box_at_a_rate_it_takes_and_names_its_processes(slow_box) -> None:
+def test_scale_auto_finds_a_small_box_s_knee_within_twice_what_it_really_takes_runs_below_it_and_names_its_processes(
+        slow_box) -> None:
     url, pids = slow_box
     code, out = peakproof("run", "tickets", "--target-url", url, "--skip-properties")
+    # the same ladder as peakproof plan --target-url's (calibrate.climb, latency judged), one run less in the suite
+    knee = float(re.search(r"kept its service levels up to about ([\d,.]+) arrivals/s \(its knee", out).group(1)
+                 .replace(",", ""))
+    truth = holds_per_second(url)
+    print(f"\nknee {knee:.1f}/s, the box takes {truth:.1f} holds/s")
+    assert truth / 2 <= knee <= truth * 2 and "(the target missed its limits)" in out, out[-4000:]
     placement = next(line for line in out.splitlines() if line.startswith("peakproof: placement:"))
     assert all(str(pid) in placement for pid in pids) and "allowed on core(s)" in placement, placement
-    assert "the target's are the rest" not in out and "its knee" in out
+    assert "the target's are the rest" not in out
     assert code == 0 and "verdict for tickets: PASS" in out, out[-4000:]
 
 
