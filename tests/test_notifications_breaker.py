@@ -84,6 +84,21 @@ def test_a_failed_probe_reopens_the_breaker_for_another_cool_down_and_an_answere
     assert could_be_open("ok", 1.0)  # within the first cool-down
 
 
+def test_a_skip_after_a_probe_came_back_permanent_is_the_bug_and_after_one_that_came_back_ok_no_chance() -> None:
+    # A fair breaker closes on a permanent answer to its probe (the channel is up); one that
+    # counts permanent failures reopens on it and skips the channel for another cool-down.
+    def judged(probe: str) -> Any:
+        calls = opened_then_probed(probe)[:FAILURES + 1]  # the failures and the probe at 2.0 s
+        # a window of answered calls after it (a fair breaker's window holds no failure), then a skip
+        calls += [call(2.05 + 0.01 * i, "sms", "ok", "healthy", f"h{i}") for i in range(WINDOW)]
+        calls += [call(2.4, "email", "ok", "doomed", "late")]
+        return breaker_counts_only_transient(analysis(calls))
+
+    r = judged("permanent")
+    assert r.valid is False and r.chances == 1 and "probe came back permanent" in r.first_violation, r
+    assert judged("ok").chances == 0  # nothing a counting breaker would do differently: preference_respected's
+
+
 def lost_answers_then_a_burst(email_lost_too: bool) -> list[dict[str, Any]]:
     """Answers lost on SMS (and on e-mail too, or not) open a fair breaker when the target gives up
     on them at 0.5 s; SMS then carries a window of first calls of a recipient who prefers it; a dead

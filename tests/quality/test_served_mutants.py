@@ -237,13 +237,14 @@ def notifications_properties(mutant: str | None, served_options: dict[str, Any] 
 ])
 def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(mutant: str,
                                                                                       caught_by: str) -> None:
-    # Hypothesis draws the faults: within the ci budget a run meets most bugs, and two runs meet
-    # every one of these; a second run happens only when the first did not show this bug (it found
-    # nothing, or the bug's other symptom first: a breaker opened by permanent failures also holds
-    # urgent notifications back, and the machine stops at its first failure).
-    code, out = notifications_properties(mutant)
-    if code == 0 or f"{caught_by}: FAIL" not in out:
+    # Hypothesis draws the faults: within the ci budget a run meets most bugs. Another run happens
+    # only when one did not show this bug (it found nothing, or the bug's other symptom first: a
+    # breaker counting permanent failures shows as a skipped preferred channel in about 1 run in
+    # 10 with too little of the channel's record in the run to say why), three at most.
+    for _ in range(3):
         code, out = notifications_properties(mutant)
+        if code == 1 and f"{caught_by}: FAIL" in out:
+            break
     assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
     print(f"\n{mutant} -> {caught_by}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 

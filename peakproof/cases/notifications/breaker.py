@@ -183,6 +183,36 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
                     chance_kind="first calls of recipients with a preference")
 
 
+def _open_moments_counting_permanent(a: NotificationsAnalysis, channel: str) -> list[float]:
+    """When a breaker that counted permanent failures as the channel's could have opened: whenever a
+    fair one could, when its window (permanent answers too) reached :attr:`suspicious_below`, and
+    when a probe it let through came back permanent (a fair breaker closes on that answer: the
+    channel is up; one that counts it reopens). Computed once."""
+    cache: dict[str, list[float]] = a.__dict__.setdefault("_open_moments_counting", {})
+    if channel not in cache:
+        times, cum = a._all_times.get(channel, []), a._counted_cum[channel]
+        threshold = {times[end - 1] for end in range(1, len(times) + 1)
+                     if cum[end] > cum[end - 1] and cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below}
+        threshold.update(_open_moments(a, channel))
+        probe_from = 0.75 * a.breaker_cool_down - 0.25
+        moments: list[float] = []
+        for f in sorted({*a._failed_heard.get(channel, []), *a._permanent_seen.get(channel, [])}):
+            if f in threshold or (moments and f - moments[-1] >= probe_from
+                                  and _open_or_probing(a, channel, moments[-1], f)):
+                moments.append(f)
+        cache[channel] = moments
+    return cache[channel]
+
+
+def _reopened_on_permanent(a: NotificationsAnalysis, channel: str, at: float) -> bool:
+    """Could a breaker counting permanent failures be open at ``at`` for a permanent answer to its
+    probe (its last opening), where a fair one had closed?"""
+    moments = _open_moments_counting_permanent(a, channel)
+    i = bisect.bisect_left(moments, at)
+    return (bool(i) and moments[i - 1] in set(a._permanent_seen.get(channel, []))
+            and _open_or_probing(a, channel, moments[i - 1], at))
+
+
 def _counting_permanent(a: NotificationsAnalysis, channel: str, at: float) -> tuple[int, int]:
     """(calls, failures) in the window of a breaker that counted permanent failures as the channel's:
     the channel's last ``breaker_window`` calls heard before ``at``, whatever they answered."""
@@ -197,9 +227,10 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
     """A channel is skipped (breaker open) only after transient failures, never for permanent ones.
 
     A chance is a first call that would show the bug if the target had it: a breaker counting
-    permanent failures too would be open (its window holds enough failures), a fair one could
-    not (too few transient failures, and nothing else excuses a skip: :func:`_excused`). Any
-    other first call could not tell the two breakers apart, and is not counted.
+    permanent failures too would be open (its window holds enough failures, or its probe came
+    back permanent and reopened it), a fair one could not (too few transient failures, and
+    nothing else excuses a skip: :func:`_excused`). Any other first call could not tell the two
+    breakers apart, and is not counted.
     """
     v = Violations()
     skips = chances = 0
@@ -213,14 +244,23 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
         skips += skipped
         transient = _transient_before(a, preferred, first["at"])
         n_counted, counted = _counting_permanent(a, preferred, first["at"])
-        if not transient < a.suspicious_below <= counted or _excused(a, preferred, first["at"]):
+        if transient >= a.suspicious_below:
+            continue
+        window_full = counted >= a.suspicious_below
+        reopened = not window_full and any(_reopened_on_permanent(a, preferred, t)
+                                           for t in (first["at"], first["at"] - DECIDED_BEFORE))
+        if not (window_full or reopened) or _excused(a, preferred, first["at"]):
             continue
         chances += 1
-        if skipped:
+        if skipped and window_full:
             v.add(f"{preferred} was skipped for event {key[0]!r} after {counted} failures in its last {n_counted} "
                   f"calls counting permanent ones, and only {transient} transient failures in its last "
                   f"{a.breaker_window} calls that were not permanent: the breaker counted permanent failures",
                   first)
+        elif skipped:
+            v.add(f"{preferred} was skipped for event {key[0]!r} after its breaker's probe came back permanent "
+                  f"(the channel answered: a fair breaker closes), with only {transient} transient failures in its "
+                  f"last {a.breaker_window} calls: the breaker counted a permanent failure and reopened", first)
     return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
                     chance_kind="first calls while permanent failures alone would open a breaker")
 
