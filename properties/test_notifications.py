@@ -162,6 +162,14 @@ class NotificationsMachine(SendsNotifications):
     def time_passes(self, seconds: float) -> None:
         self.d.advance(seconds)
 
+    @rule(who=st.integers(0, 2))
+    def an_urgent_one_then_a_reminder_right_behind_it(self, who: int) -> None:
+        """A reminder for the same recipient half a second after an urgent one: it must not be called
+        first (urgent_first_outside_a_backlog's chance, which no other step makes for sure)."""
+        self.send(who, True, "Acil: giriş kodu", "urgent")
+        self.d.advance(0.5)
+        self.send(who, False, "Hatırlatma", "a reminder right behind an urgent one")
+
     @rule(channel=st.sampled_from([*CHANNELS, None]))
     def a_channel_goes_down_or_all_recover(self, channel: str | None) -> None:
         if channel is None:
