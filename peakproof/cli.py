@@ -88,7 +88,7 @@ def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
                           epilog="Exit codes: 0 every call answered as the harness needs, 1 one did not, "
                                  "4 usage error.")
     chk.add_argument("case", choices=list(cases))
-    shared = [option(n) for n in ("target_url", "admin_token", "driver", "without", "request_timeout")]
+    shared = [option(n) for n in ("target_url", "admin_token", "token", "driver", "without", "request_timeout")]
     own: dict[str, Any] = {}  # the cases' own run options (the same command line as peakproof run's works here)
     for c in cases.values():
         for o in c.options:

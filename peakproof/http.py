@@ -114,31 +114,75 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 class ErrorMap:
     """How a service's error answers read as the contract's codes (the codes the checks know).
 
-    ``field``: the dotted path of the error's code in the body (the contracts: ``error``);
-    ``codes``: the service's code -> the contract's; ``statuses``: an HTTP status -> the
-    contract's code, for answers whose body names no code we know; ``message``: the dotted
-    path of the human text. An unmapped 4xx keeps the service's code (or ``http_<status>``).
+    ``field``: where the error's code or text sits in the body: a dotted path, or several
+    tried in order (``("detail", "non_field_errors", "positions.item")``). A path walks
+    through lists (``positions.item`` reads ``{"positions": [{"item": ["text"]}]}``), and a
+    list of strings at its end gives each of them: DRF's and Rails' error bodies both work.
+    The texts found are matched against ``codes`` (a whole string), then ``prefixes`` (the
+    text starts with it: a fixed sentence followed by a number), then ``patterns`` (regular
+    expressions, searched). Then ``statuses`` maps an HTTP status; then the first text found
+    is kept as it is; then ``http_<status>``. ``message``: the path(s) of the human text
+    (default: ``message``, else the first text found).
+
+    :meth:`code` and :meth:`message` are the extension points: a subclass that overrides
+    them reads any error body at all.
     """
 
-    def __init__(self, field: str = "error", codes: dict[str, str] | None = None,
-                 statuses: dict[int, str] | None = None, message: str = "message") -> None:
-        self.field, self.message_field = field, message
+    def __init__(self, field: str | tuple[str, ...] = "error", codes: dict[str, str] | None = None,
+                 statuses: dict[int, str] | None = None, message: str | tuple[str, ...] = "message", *,
+                 prefixes: dict[str, str] | None = None, patterns: dict[str, str] | None = None) -> None:
+        import re
+
+        self.fields = (field,) if isinstance(field, str) else tuple(field)
+        self.field = self.fields[0] if self.fields else ""
+        self.message_fields = (message,) if isinstance(message, str) else tuple(message)
+        self.message_field = self.message_fields[0] if self.message_fields else ""
         self.codes, self.statuses = dict(codes or {}), dict(statuses or {})
-        self._plain = field == "error" and not self.codes and not self.statuses  # the contracts' own shape
+        self.prefixes = dict(prefixes or {})
+        try:
+            self.patterns = [(re.compile(p), c) for p, c in (patterns or {}).items()]
+        except re.error as e:
+            raise ValueError(f"ErrorMap patterns: {e.pattern!r} is not a regular expression ({e}); "
+                             f"write a Python re pattern, e.g. r'not enough (quota|seats)'") from None
+        # the contracts' own shape: no path walk, no lookups (the load's commonest answer: a sold-out 409)
+        self._plain = self.fields == ("error",) and not (self.codes or self.statuses or self.prefixes
+                                                         or self.patterns)
+
+    def texts(self, doc: Any) -> list[str]:
+        """Every string under the code's path(s), in order."""
+        out: list[str] = []
+        for path in self.fields:
+            out += strings(dig_all(doc, path))
+        return out
 
     def code(self, status: int, doc: Any) -> str | None:
-        if self._plain:  # the load's commonest answer (a sold-out 409): no path walk, no lookups
+        """The contract's code of an error answer (None: no code found; the caller uses ``http_<status>``)."""
+        if self._plain:
             raw = doc.get("error") if isinstance(doc, dict) else None
             return raw if isinstance(raw, str) else None
-        raw = dig(doc, self.field)
-        if isinstance(raw, str) and raw in self.codes:
-            return self.codes[raw]
+        texts = self.texts(doc)
+        for text in texts:
+            if text in self.codes:
+                return self.codes[text]
+        for text in texts:
+            for prefix, code in self.prefixes.items():
+                if text.startswith(prefix):
+                    return code
+        for text in texts:
+            for pattern, code in self.patterns:
+                if pattern.search(text):
+                    return code
         if status in self.statuses:
             return self.statuses[status]
-        return raw if isinstance(raw, str) else None
+        return texts[0] if texts else None
 
     def message(self, doc: Any, content: bytes) -> str:
-        text = doc.get(self.message_field) if self._plain and isinstance(doc, dict) else dig(doc, self.message_field)
+        """The human text of an error answer (shown in findings)."""
+        if self._plain:
+            text = doc.get(self.message_field) if isinstance(doc, dict) else None
+        else:
+            found = [t for path in self.message_fields for t in strings(dig_all(doc, path))]
+            text = found[0] if found else (self.texts(doc) or [None])[0]
         return str(text if text is not None else content[:200])[:300]
 
 
@@ -154,24 +198,61 @@ def dig(doc: Any, path: str) -> Any:
     return doc
 
 
+def dig_all(doc: Any, path: str) -> list[Any]:
+    """Every value at ``path``, walking through lists on the way (``"positions.item"`` over
+    ``{"positions": [{"item": ...}, {"item": ...}]}`` gives both items); [] when none."""
+    found = [doc]
+    for part in path.split(".") if path else ():
+        step: list[Any] = []
+        for d in found:
+            for x in d if isinstance(d, list) else [d]:
+                if isinstance(x, dict) and x.get(part) is not None:
+                    step.append(x[part])
+        found = step
+    return found
+
+
+def strings(values: list[Any]) -> list[str]:
+    """The strings among ``values`` and in the lists among them (nested lists too)."""
+    out: list[str] = []
+    for v in values:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            out += strings(v)
+    return out
+
+
 def call(history: History, transport: Transport, f: str, args: dict[str, Any], method: str, url: str,
          body: Any, process: Any, parse: Callable[[Any], Any], *, intended_time: float | None = None,
          headers: dict[str, str] | None = None, name: str | None = None, errors: ErrorMap = CONTRACT_ERRORS) -> Op:
     """Send one request through ``transport``, record it in ``history``, return the completed op."""
     op = history.invoke(process, f, args, intended_time)
-    data = None if body is None else dumps(body)
-    hdrs = {**JSON_HEADERS, **headers} if headers else JSON_HEADERS
     op.send_time = time.time()
     try:
-        status, content = transport(method, url, data, hdrs, name or f)
-    except TransportError as e:
-        if e.kind == "refused":
-            return history.complete(op, FAIL, "connection_refused", str(e))
-        return history.complete(op, INFO, e.kind, str(e))
+        type_, value, error = exchange(transport, method, url, body, headers, name or f, parse, errors)
     except Exception as e:  # a bug on our side: the outcome is unknown, and it must not stay pending
         history.complete(op, INFO, "client_error", f"{type(e).__name__}: {e}")
         raise
-    return classify(history, op, status, content, parse, method, errors)
+    return history.complete(op, type_, value, error)
+
+
+Outcome = tuple  # (OK | FAIL | INFO, the value or the code, the service's message or None)
+
+
+def exchange(transport: Transport, method: str, url: str, body: Any, headers: dict[str, str] | None, name: str,
+             parse: Callable[[Any], Any], errors: ErrorMap = CONTRACT_ERRORS) -> Outcome:
+    """One request and its outcome, recorded nowhere: (type, value or code, message). The rule of
+    :func:`call`, for an operation made of several requests (:class:`peakproof.driver.Operation`)."""
+    data = None if body is None else dumps(body)
+    hdrs = {**JSON_HEADERS, **headers} if headers else JSON_HEADERS
+    try:
+        status, content = transport(method, url, data, hdrs, name)
+    except TransportError as e:
+        if e.kind == "refused":
+            return FAIL, "connection_refused", str(e)
+        return INFO, e.kind, str(e)
+    return outcome(status, content, parse, method, errors)
 
 
 NO_BODY_ALLOWED = ("PUT", "DELETE")
@@ -179,26 +260,31 @@ NO_BODY_ALLOWED = ("PUT", "DELETE")
 
 def classify(history: History, op: Op, status: int, content: bytes, parse: Callable[[Any], Any],
              method: str = "GET", errors: ErrorMap = CONTRACT_ERRORS) -> Op:
+    return history.complete(op, *outcome(status, content, parse, method, errors))
+
+
+def outcome(status: int, content: bytes, parse: Callable[[Any], Any], method: str = "GET",
+            errors: ErrorMap = CONTRACT_ERRORS) -> Outcome:
+    """An answer as (type, value or code, message): ok, fail or info by the module's rule."""
     try:
         doc = loads(content) if content else None
     except ValueError:
         doc = None
     if 200 <= status < 300:
         if not content.strip() and method in NO_BODY_ALLOWED:
-            return history.complete(op, OK, {})
+            return OK, {}, None
         try:
-            return history.complete(op, OK, parse(doc))
+            return OK, parse(doc), None
         except (TypeError, ValueError, KeyError) as e:
-            return history.complete(op, INFO, "bad_response",
-                                    f"HTTP {status} with a body not of the contract's shape: {e}; "
-                                    f"body {content[:200]!r}")
+            return INFO, "bad_response", (f"HTTP {status} with a body not of the contract's shape: {e}; "
+                                          f"body {content[:200]!r}")
     code = errors.code(status, doc)
     message = errors.message(doc, content)
     if 400 <= status < 500:
-        return history.complete(op, FAIL, code or f"http_{status}", message)
+        return FAIL, code or f"http_{status}", message
     if status == 503 and code == "busy":
-        return history.complete(op, FAIL, "busy", message)
-    return history.complete(op, INFO, code or f"http_{status}", f"HTTP {status}: {message}")
+        return FAIL, "busy", message
+    return INFO, code or f"http_{status}", f"HTTP {status}: {message}"
 
 
 def json_object(doc: Any) -> dict[str, Any]:

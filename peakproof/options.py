@@ -181,8 +181,11 @@ _TARGET_URL_HELP = ("the target's base URL (e.g. http://127.0.0.1:8000/tickets);
 SHARED: tuple[Option, ...] = (
     # -- the target -------------------------------------------------------------------------------------------
     Option("target_url", _TARGET_URL_HELP, TARGET),
-    Option("admin_token", "bearer token for the target's admin calls (Authorization: Bearer TOKEN)",
-           TARGET | {SERVE}, secret=True, web_ui=True),
+    Option("admin_token", "token for the target's admin calls (set-up, faults), and for every call when the driver "
+                          "authenticates every call and no --token is given (Authorization: Bearer TOKEN, or the "
+                          "driver's auth_headers)", TARGET | {SERVE}, secret=True, web_ui=True),
+    Option("token", "token for the target's ordinary calls (a buyer's), for a driver that authenticates every call "
+                    "(auth = 'every'; docs/drivers.md); default: --admin-token", TARGET - {SERVE}, secret=True),
     Option("driver", "your own driver for your own API: module:Class or path/to/driver.py:Class (see "
                      "docs/drivers.md; peakproof driver new CASE writes one to start from)",
            frozenset({RUN, PLAN, LOCUST, PYTEST})),

@@ -34,6 +34,7 @@ class RunSpec:
     openapi: str | None = None  # the contract stage's OpenAPI (URL or file); None: the case's own contract
     strict_contract: bool = False  # every contract finding FAILs, the notes (no design promise broken) too
     admin_token: str | None = None
+    token: str | None = None  # the token of every call, for a driver whose auth is "every" (else --admin-token)
     scenario: str = ""  # the stage's scenario (a load stage); "" for the run as a whole
     scale: float | str = "auto"  # "auto" until the calibration has fitted it
     time_scale: float | str | None = None  # None: the case's default
