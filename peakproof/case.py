@@ -62,8 +62,11 @@ class Case:
     options: tuple["Option", ...] = ()  # the case's own options, on whichever surfaces they name
     # the case's defaults that depend on other options (the notifications' rounds shrink with the time scale)
     resolve: Callable[["RunSpec"], "RunSpec"] | None = None
-    # what a target states it does (the notifications' delivery rules), which its checks judge by
+    # what a target states it does (the notifications' delivery rules, the tickets' release lag), which its
+    # checks judge by: an object with describe() -> {rule: value}, listed in every verdict
     rules: Callable[["RunSpec"], Any] | None = None
+    # gives a built driver the rules the user stated (the tickets' driver.tolerance): build_driver calls it
+    bind_rules: Callable[[Any, "RunSpec"], None] | None = None
     # ``peakproof serve`` flags (as keyword options of ServedTarget) of the embedded reference for a run
     served_options: Callable[["RunSpec"], dict[str, object]] = lambda spec: {}
     # ``peakproof plan``: the reference as light as it goes (ServedTarget keyword options)
@@ -108,6 +111,10 @@ class Case:
             return None
         path = Path(package.__file__ or "").with_name("openapi.json")
         return path if path.exists() else None
+
+    def stated_rules(self, spec: "RunSpec") -> dict[str, Any]:
+        """The rules the checks judge ``spec``'s target by, as every verdict lists them ({} for none)."""
+        return dict(self.rules(spec).describe()) if self.rules else {}
 
     def module(self) -> Any:
         """The case package (``PROTOCOL``, ``IN_PROCESS``, ``OVER_HTTP``)."""

@@ -117,6 +117,8 @@ class Target:
             rules = case.rules(spec) if case.rules else None
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
+        if spec.target_url and rules is not None:  # the rules a verdict over a URL holds under
+            RULES[case.name] = dict(rules.describe())
         if spec.driver and spec.target_url:
             from .driver import driver_class
             from .errors import UsageError
@@ -229,6 +231,7 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
 # What the properties could not decide for want of a capability, or waived (--without), or found
 # off-contract: the properties' result reads them (a skip for a missing capability is not a pass).
 LACKING: set[str] = set()
+RULES: dict[str, dict[str, Any]] = {}  # case -> the rules its checks judged by, as stated (over a URL)
 WAIVED: set[str] = set()
 OFF_CONTRACT: list[str] = []
 
@@ -328,6 +331,8 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
     detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
     data = {"counts": counts, "chances": chances, "exitstatus": exitstatus, "lacking": sorted(lacking or {}),
             "waived": list(waived or [])}
+    if RULES:
+        data["rules"] = dict(RULES)
     if counts["failed"]:
         return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
     if off_contract or lacking or not_exercised or undecided:
@@ -429,6 +434,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tr.write_line(f"  INCONCLUSIVE: {why}")
         for name in sorted(WAIVED):
             tr.write_line(f"  waived: {name} (--without {name})")
+    if RULES:
+        tr.section("peakproof: the target's rules, as stated (the checks judged by them)")
+        for case, rules in RULES.items():
+            for rule, value in rules.items():
+                tr.write_line(f"  {case}: {rule}: {value}")
     if CONTRACTS:
         tr.section("peakproof: the contract, checked by Schemathesis")
         for r in CONTRACTS:

@@ -131,6 +131,8 @@ def run(spec: RunSpec) -> int:
           f"target {'the embedded reference' if spec.embedded else spec.target_url})")
     for note in notes:
         print(f"  {note}")
+    for rule, value in case.stated_rules(spec).items():  # and the rules it holds under
+        print(f"  rule: {rule}: {value}")
     if spec.without:  # what the user waived is part of every verdict, PASS included
         from .capabilities import waiver_lines
 

@@ -182,6 +182,66 @@ def test_a_confirm_sent_after_expiry_must_not_sell() -> None:
     assert lenient.valid == "unknown" and lenient.chances == 0
 
 
+def test_a_stated_release_lag_lets_a_lapsed_hold_sell_until_it_and_no_later() -> None:
+    # a shop whose expiry job runs every few seconds sells a lapsed hold until then: stated, it holds
+    def judged(confirm_at: float, lag: float | None) -> Any:
+        h = opened(1, hold=10)
+        h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
+        h.at(confirm_at).ok("confirm", {"reservation_id": "r1"}, res_value("r1", expires=10.0, status="sold"))
+        return expired_hold_is_never_sold(TicketsAnalysis(h.history, Tolerance(skew=0.0, release_grace=lag)))
+
+    assert judged(12, None).valid is False  # not stated: the seed's rule, never sold
+    assert "--release-lag" in judged(12, None).first_violation
+    assert judged(12, 3.0).valid == "unknown"  # within the stated lag: no chance to break it
+    late = judged(14, 3.0)
+    assert late.valid is False and "stated release lag of 3 s" in late.first_violation
+
+
+def test_stated_rules_override_the_drivers_which_override_the_defaults() -> None:
+    from peakproof.cases.tickets import tolerance_of
+
+    class Shop:
+        tolerance = Tolerance(skew=1.0)
+
+    assert tolerance_of(object()) == Tolerance()
+    assert tolerance_of(Shop()) == Tolerance(skew=1.0)
+    assert tolerance_of(Shop(), {"release_lag": 2.0}) == Tolerance(skew=1.0, release_grace=2.0)
+    assert tolerance_of(Shop(), {"clock_skew": 0.0, "retries_decide_afresh": True}) == Tolerance(
+        skew=0.0, retries_decide_afresh=True)
+
+
+def refused_then_retried_after_stock_came_back() -> HandHistory:
+    """b is refused (sold out) while a holds the one unit; a cancels; b retries under the same key
+    and gets the same refusal again, though the unit was certainly free."""
+    h = opened(1)
+    h.ok("reserve", res_args("a"), res_value("r1"))
+    h.fail("reserve", res_args("b", rid="key-b"), "sold_out")
+    h.ok("cancel", {"reservation_id": "r1"}, res_value("r1", status="cancelled"))
+    h.fail("reserve", res_args("b", rid="key-b"), "sold_out")
+    return h
+
+
+def test_a_refusal_replayed_under_its_key_is_the_first_decision_not_a_new_one() -> None:
+    r = no_valid_rejection(TicketsAnalysis(refused_then_retried_after_stock_came_back().history, EXACT))
+    assert r.valid is not False and r.counts["refusals replayed under their key"] == 1, r.summary()
+    assert "first is judged" in r.counts["convention"]
+
+
+def test_a_service_that_decides_retries_afresh_is_judged_on_every_refusal() -> None:
+    tol = Tolerance(skew=0.0, release_grace=0.0, retries_decide_afresh=True)
+    r = no_valid_rejection(TicketsAnalysis(refused_then_retried_after_stock_came_back().history, tol))
+    assert r.valid is False and r.counts["violations"] == 1 and "decided afresh" in r.counts["convention"]
+
+
+def test_a_refusal_under_a_new_key_after_stock_came_back_is_judged() -> None:
+    h = opened(1)
+    h.ok("reserve", res_args("a"), res_value("r1"))
+    h.fail("reserve", res_args("b", rid="key-b"), "sold_out")
+    h.ok("cancel", {"reservation_id": "r1"}, res_value("r1", status="cancelled"))
+    h.fail("reserve", res_args("b", rid="key-b2"), "sold_out")
+    assert no_valid_rejection(TicketsAnalysis(h.history, EXACT)).valid is False
+
+
 def test_a_late_confirm_that_is_refused_is_a_chance_that_held() -> None:
     h = opened(1, hold=10)
     h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))

@@ -483,7 +483,8 @@ def _conclude(eng: Engine) -> None:
         detail=(f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
                 f"{load.get('peak_target_per_s', 0):,}/s due; report {path}"),
         report=str(path), data={"load": load, "harness_errors": report.harness_errors,
-                                "tenancy": rec.tenancy.to_json() if rec.tenancy else None}))
+                                "tenancy": rec.tenancy.to_json() if rec.tenancy else None,
+                                "rules": next((v for k, v in report.params.items() if "rules" in k), {})}))
     PROCESS.last.update(outcome=str(judged.outcome), reasons=list(judged.reasons), report=str(path),
                         lines=[r.line().splitlines()[0] for group in (report.load, report.checks, report.slos)
                                for r in group])

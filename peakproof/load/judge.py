@@ -79,6 +79,9 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
               "placement": spec.placement or "not stated (Locust run directly)",
               "the machine's CPU by tenant": rec.tenancy.sentence() if rec.tenancy else "not measured",
               "the target's processes": rec.tenancy.target_sentence() if rec.tenancy else "not measured"}
+    rules = stated_rules(sc, spec)
+    if rules and not any("rules" in k for k in params):
+        params["the target's rules (judged by)"] = rules
     return RunReport(sc.name, sc.host, rec.started_wall, rec.finished_wall, params, checks, slos, load,
                      load_chart_list + charts, {**load_details, **details}, locust_html=rec.locust_html,
                      harness_errors=harness_errors)
@@ -102,6 +105,14 @@ def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
     if not sc.host or not on_loopback(sc.host):
         return None
     return place(usable_cores(), rec.processes, "loopback", can_pin=False).shared_reason()
+
+
+def stated_rules(sc: Scenario, spec: RunSpec) -> dict[str, Any]:
+    """The rules the run's checks judged by (the case's :meth:`~peakproof.case.Case.stated_rules`)."""
+    from ..cases import all_cases
+
+    case = all_cases().get(sc.case)
+    return case.stated_rules(spec) if case else {}
 
 
 def latency_checks(sc: Scenario) -> tuple[str, ...]:

@@ -8,4 +8,4 @@ from peakproof.cases.tickets.driver import HttpTickets
 
 
 class WideSlackTickets(HttpTickets):
-    tolerance = Tolerance(skew=1.5, release_grace=1.0)
+    tolerance = Tolerance(skew=1.5)

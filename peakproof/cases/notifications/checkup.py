@@ -80,4 +80,7 @@ def steps(d: Any, spec: Any, offered: Callable[[str], bool]) -> Iterator[Step]:
     except Exception as e:  # noqa: BLE001  (no record, or it could not be read: say why)
         yield Step("the providers' record", None, "readable", False, str(e)[:300])
     op = d.notify(f"{ev}-2", f"check-nobody-{run}", "reminder", "t", "b")
-    yield Step("notify to an unknown recipient", op, "fail (unknown_recipient)", op.type == FAIL)
+    yield Step("notify to an unknown recipient", op, "fail 'unknown_recipient' (or 'invalid_request')",
+               op.type == FAIL and op.value in ("unknown_recipient", "invalid_request"),
+               "" if op.type != FAIL or op.value in ("unknown_recipient", "invalid_request") else
+               f"code {op.value!r}: map your unknown-recipient answer to 'unknown_recipient' in errors")

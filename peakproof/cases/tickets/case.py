@@ -8,7 +8,7 @@ from typing import Any
 
 from ...capabilities import Capability
 from ...case import Case
-from ...options import LOAD, PYTEST, RUN, SERVE, Option, positive
+from ...options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
 from ...spec import RunSpec
 
 OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
@@ -56,7 +56,18 @@ CAPABILITIES = (
                ("sales_resume_within_the_lease", "decisions_within_100ms_outside_faults"),
                "tickets-lease-faults cannot put its faults in"),
 )
+_RULES = frozenset({RUN, LOCUST, PYTEST})
+
 OPTIONS = (
+    Option("clock_skew", "s your target's clock may be off ours, either way (default 0.25; a driver's tolerance "
+                         "attribute may state it too)", _RULES, kind=non_negative(float)),
+    Option("release_lag", "s after a hold lapsed that your target may still sell it and its units come back: its "
+                          "expiry job's period, if it releases lapsed holds in a job (default: not stated, the "
+                          "seed's rule: a lapsed hold is never sold)", _RULES, kind=non_negative(float)),
+    Option("retries_decide_afresh", "your target decides every retry of an idempotency key anew (default: a retry "
+                                    "gets the key's first answer, a refusal included, as Stripe's keys do; a "
+                                    "repeated refusal is then a replay, not a new decision)", _RULES,
+           action="store_true"),
     Option("hold_window", "properties over a URL: the hold window, s, they set up quotas with (their waits and time "
                           "steps scale with it). State your target's shortest if it takes no 0.5 s window",
            frozenset({RUN, PYTEST}), default=0.5, kind=positive(float)),
@@ -70,6 +81,23 @@ OPTIONS = (
     Option("durability", "normal survives a process crash; full also survives power loss (an fsync a commit)",
            frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
 )
+
+def rules_of(spec: RunSpec) -> Any:
+    """The rules the checks judge a run by: stated options over the driver's ``tolerance`` over the defaults."""
+    from ...driver import driver_class
+    from . import OVER_HTTP, PROTOCOL
+    from .checks import tolerance_of
+
+    cls = driver_class(spec.driver, PROTOCOL) if spec.driver else OVER_HTTP
+    return tolerance_of(cls, dict(spec.case_options))
+
+
+def bind_rules(driver: Any, spec: RunSpec) -> None:
+    """The stated rules onto a built driver, read by every check (``tolerance_of(driver)``)."""
+    from .checks import tolerance_of
+
+    driver.tolerance = tolerance_of(driver, dict(spec.case_options))
+
 
 def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
     """The reference's ASGI app for the contract stage in process (its database in ``work``)."""
@@ -85,6 +113,6 @@ CASE = Case(
     ("pessimistic", "optimistic", "none"), ("tickets-opening",), ("tickets-lease-faults",),
     calibration="tickets-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
     scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
-    options=OPTIONS, served_options=served_options, in_process_stage=seed_opening, serve=serve,
+    options=OPTIONS, served_options=served_options, rules=rules_of, bind_rules=bind_rules, in_process_stage=seed_opening, serve=serve,
     model="peakproof.models.tickets", rank=0, model_params="TicketsParams", capabilities=CAPABILITIES,
     contract_app=contract_app)

@@ -37,16 +37,71 @@ CLIENT_ERRORS = frozenset({"invalid_request", "unknown_quota", "idempotency_key_
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Timing slack for comparisons against the target's clock (0 in virtual time)."""
+    """The rules a tickets target states, which the checks judge by (``TicketRules``).
+
+    ``skew``: how far the target's clock may be from ours, s, either way (0 in virtual time).
+    ``release_grace``: how long after a hold lapsed the target may still act on it, s: its
+    expiry job's period (a shop that releases lapsed holds when a job runs sells them until
+    then). None: not stated, the seed's rule: an expired hold is never sold, and its units
+    come back within :data:`RELEASE_SLACK` (the harness's own slack for an asynchronous
+    release). Stated, it is read by every check it concerns: the sale of a lapsed hold
+    (``expired_hold_is_never_sold``) and the units' return.
+    ``retries_decide_afresh``: the target decides every retry of an idempotency key anew. False
+    (the default): a retry with the same key gets the key's first answer, a refusal included
+    (Stripe's and the IETF draft's convention), so a refusal that repeats one already given
+    for the key is a replay, not a new decision (``no_valid_rejection`` judges the first).
+    """
 
     skew: float = 0.25
-    release_grace: float = 1.0
+    release_grace: float | None = None
+    retries_decide_afresh: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("skew", "release_grace"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, (int, float)) or v < 0):
+                raise ValueError(f"Tolerance.{name} must be a number of seconds >= 0 (or None: not stated); got {v!r}")
+
+    @property
+    def sale_lag(self) -> float:
+        """How long after its expiry (and the skew) a hold may still be sold: the stated release lag, else 0."""
+        return self.release_grace or 0.0
+
+    @property
+    def release_slack(self) -> float:
+        """How long after its expiry (and the skew) a hold's units may take to come back."""
+        return RELEASE_SLACK if self.release_grace is None else self.release_grace
+
+    def describe(self) -> dict[str, Any]:
+        """The rules as judged by, for the verdict and the report."""
+        return {"clock skew (s)": self.skew,
+                "release lag (s)": (f"{self.release_grace:g}: a lapsed hold may still sell, and its units come back, "
+                                    f"within it" if self.release_grace is not None else
+                                    f"not stated: a lapsed hold is never sold (the seed's); its units come back "
+                                    f"within {RELEASE_SLACK:g} s"),
+                "retries under one idempotency key": ("decided afresh: every refusal is judged" if
+                                                      self.retries_decide_afresh else
+                                                      "get the key's first answer: a repeated refusal is a replay, "
+                                                      "the first is judged")}
 
 
-def tolerance_of(driver: object) -> Tolerance:
-    """The clock slack a driver states for its target (``tolerance``), else the default."""
+RELEASE_SLACK = 1.0  # s: when no release lag is stated, how late a lapsed hold's units may come back
+TicketRules = Tolerance
+
+
+def tolerance_of(driver: object, stated: dict[str, Any] | None = None) -> Tolerance:
+    """The rules the checks judge by: those stated on the command line (``stated``: the spec's case
+    options ``clock_skew``, ``release_lag``, ``retries_decide_afresh``) over the driver's
+    ``tolerance`` attribute, over the defaults."""
+    from dataclasses import replace
+
     tol = getattr(driver, "tolerance", None)
-    return tol if isinstance(tol, Tolerance) else Tolerance()
+    base = tol if isinstance(tol, Tolerance) else Tolerance()
+    given = {k: v for k, v in {"skew": (stated or {}).get("clock_skew"),
+                               "release_grace": (stated or {}).get("release_lag"),
+                               "retries_decide_afresh": (stated or {}).get("retries_decide_afresh") or None}.items()
+             if v is not None}
+    return replace(base, **given) if given else base
 
 
 @dataclass
@@ -205,7 +260,7 @@ class TicketsAnalysis:
                 last = max((op.complete_time for op in r.reserves), default=INF)
                 expires = last + ep.hold_seconds if ep.hold_seconds is not None else INF
             if expires < INF:
-                end = min(end, self.first_seq_after(expires + self.tol.skew + self.tol.release_grace))
+                end = min(end, self.first_seq_after(expires + self.tol.skew + self.tol.release_slack))
         return start, end
 
     def _certain(self, r: _Reservation, ep_end: float) -> list[tuple[float, float]]:
@@ -331,11 +386,14 @@ def no_valid_rejection(a: TicketsAnalysis) -> CheckResult:
 
     Certainly free = capacity minus every reservation that may have held stock at any
     moment of the rejected request (ok ones, and info ones whose outcome is unknown).
+    A refusal that repeats one already given for the same idempotency key, quantity and
+    code is that first answer replayed (counted, not judged) unless the target states it
+    decides retries afresh (:attr:`Tolerance.retries_decide_afresh`).
     """
     v = Violations()
     rejections = 0
     chances = 0
-    retried = 0
+    retried = replayed = 0
     for ep in a.epochs.values():
         rejections += len(ep.rejections)
         if ep.capacity is None:
@@ -359,18 +417,29 @@ def no_valid_rejection(a: TicketsAnalysis) -> CheckResult:
             for op in r.reserves:
                 if op.type == OK and op is r.reserves[0] and isinstance(op.args.get("quantity"), int):
                     chances += free_during(op) + r.quantity >= op.args["quantity"]
-        for op in ep.rejections:
+        first_refused: dict[tuple[Any, ...], float] = {}  # (key, quantity, code) -> when its first refusal came
+        for op in sorted(ep.rejections, key=lambda o: o.invoke_seq):
             if op.value == "busy" and _served_later(a, op):
                 retried += 1  # "busy, try again", then the same request held stock: the buyer was served
                 continue
+            same = (*_key(op), op.args.get("quantity"), op.value)
+            if not a.tol.retries_decide_afresh and op.args.get("request_id") is not None:
+                if first_refused.get(same, INF) < op.invoke_seq:
+                    replayed += 1  # the key's first answer, given again: that decision is judged, not this
+                    continue
+                first_refused[same] = min(first_refused.get(same, INF), op.complete_seq)
             free = free_during(op)
             want = op.args.get("quantity")
             if isinstance(want, int) and free >= want:
                 chances += 1
                 v.add(f"quota {ep.quota_id!r}: {op.args.get('buyer_id')!r} asked {want} and was refused "
                       f"({op.value}) while at least {free:,} of {ep.capacity:,} units were certainly free", op)
-    counts = {"rejections": rejections} | ({"busy then served on a retry": retried} if retried else {})
-    return v.result("no_valid_rejection", counts, chances=chances,
+    counts = ({"rejections": rejections} | ({"busy then served on a retry": retried} if retried else {})
+              | ({"refusals replayed under their key": replayed} if replayed else {}))
+    convention = ("every refusal judged: retries under one key decided afresh (--retries-decide-afresh)"
+                  if a.tol.retries_decide_afresh else
+                  "a refusal repeated under its idempotency key is the key's first answer replayed; the first is judged")
+    return v.result("no_valid_rejection", counts | {"convention": convention}, chances=chances,
                     chance_kind="reservations decided while enough stock was certainly free")
 
 
@@ -408,14 +477,15 @@ def reservation_is_idempotent(a: TicketsAnalysis) -> CheckResult:
 
 
 def expired_hold_is_never_sold(a: TicketsAnalysis) -> CheckResult:
-    """A confirm that began after the hold expired never succeeds."""
+    """A confirm that began after the hold expired never succeeds (after the stated release lag, if any)."""
     v = Violations()
     late = chances = 0
+    lag = a.tol.sale_lag
     for rid, r in a.by_id.items():
         attempts = a.confirm_attempts.get(rid, [])
         if r.expires_at is None or not attempts:
             continue
-        limit = r.expires_at + a.tol.skew
+        limit = r.expires_at + a.tol.skew + lag
         in_time = [op for op in r.confirms if op.invoke_time <= limit]  # ok or info: may have sold it in time
         for op in attempts:
             if op.invoke_time > limit and not in_time:
@@ -423,9 +493,13 @@ def expired_hold_is_never_sold(a: TicketsAnalysis) -> CheckResult:
                 if op.type == OK:
                     late += 1
                     v.add(f"{r.label()} expired at t={r.expires_at:.3f} but a confirm sent at "
-                          f"t={op.invoke_time:.3f} sold it", op)
-    return v.result("expired_hold_is_never_sold", {"late_confirms_sold": late}, chances=chances,
-                    chance_kind="confirms sent after their hold expired")
+                          f"t={op.invoke_time:.3f} sold it"
+                          + (f" (after the stated release lag of {lag:g} s)" if lag else
+                             " (no release lag stated: --release-lag S if your service sells a lapsed hold until "
+                             "its expiry job runs)"), op)
+    return v.result("expired_hold_is_never_sold", {"late_confirms_sold": late, "release lag (s)": lag},
+                    chances=chances, chance_kind="confirms sent after their hold expired"
+                    + (f" and the stated release lag of {lag:g} s" if lag else ""))
 
 
 def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
