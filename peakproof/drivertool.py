@@ -143,7 +143,7 @@ def skeleton(case_name: str) -> str:
            "from peakproof.timefmt import parse_time  # any ISO 8601 time with a zone -> epoch seconds", "", "",
            f"class {cls_name}(HttpDriver):",
            f'    """My service, as the {case_name} case\'s operations. Built as {cls_name}(base_url, history=...,',
-           '    transport=..., timeout=..., admin_token=...) by the harness (HttpDriver keeps them)."""', "",
+           '    transport=..., timeout=..., admin_token=..., token=...) by the harness (HttpDriver keeps them)."""', "",
            "    # Your error answers as the contract's codes: the code's dotted path in your error body, your",
            "    # codes -> ours, and statuses -> ours where the body names none. Unmapped: the body's code or http_<n>.",
            "    # (A status maps every answer with it: a 404 for an unknown route too.)",
@@ -152,7 +152,17 @@ def skeleton(case_name: str) -> str:
            "    # records it in the run's history and returns the completed Op (op.type 'ok' / 'fail' / 'info',",
            "    # op.value). path: under base_url, query string included ('/x?limit=5'); quote ids that may hold",
            "    # '/' or spaces (urllib.parse.quote(id, safe='')). body: a JSON-able object, or None for no body.",
-           "    # admin=True sends --admin-token (override admin_headers for a scheme other than Bearer)."]
+           "    # headers={...}: this request's own (an Idempotency-Key). Auth: admin=True calls carry --admin-token;",
+           "    # auth = 'every' puts --token (else --admin-token) on every call; auth_headers(token) is the scheme",
+           "    # (Bearer by default). ErrorMap's field may be several paths and walks lists (DRF's nested errors);",
+           "    # prefixes={...} / patterns={...} match texts that carry numbers. Several requests for one operation:",
+           "    # with self.operation(name, args, process=..., intended_time=...) as op: op.request(...); op.ok(value).",
+           "    # Ids your service allocates: self.ids (shared by every instance of this driver in a process).",
+           "",
+           "    auth = \"admin\"  # or \"every\"",
+           "",
+           "    def auth_headers(self, token: str) -> dict[str, str]:",
+           "        return {\"Authorization\": f\"Bearer {token}\"}  # e.g. f\"Token {token}\", or {\"X-Api-Key\": token}"]
     for name in ops:
         out += _method(module.PROTOCOL, name, ck, optional=None)
     for cap in case.capabilities:
@@ -185,10 +195,11 @@ def _method(source: Any, name: str, ck: Any, optional: Any) -> list[str]:
               (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
     positional = [_param(p) for p in params if p.kind is not p.KEYWORD_ONLY]
     keyword = [_param(p) for p in params if p.kind is p.KEYWORD_ONLY] or ["process: Any = 0"]
-    sig_text = ", ".join(["self", *positional, "*", *keyword])
+    rest = [p.name for p in (sig.parameters.values() if sig else []) if p.kind is inspect.Parameter.VAR_KEYWORD]
+    sig_text = ", ".join(["self", *positional, "*", *keyword, *(f"**{r}: Any" for r in rest)])
     names = [p.name for p in params if p.kind is not p.KEYWORD_ONLY]
     recorded = ck.ARGS.get(name) or tuple(names)
-    args = ", ".join(f'"{r}": {n}' for r, n in zip(recorded, names))
+    args = ", ".join([*(f'"{r}": {n}' for r, n in zip(recorded, names)), *(f"**{r}" for r in rest)])
     doc = ck.DOCS.get(name, "")
     parse = ck.PARSERS.get(name, "lambda doc: doc if isinstance(doc, dict) else {}")
     method = "GET" if name.startswith(("get_", "read")) else "POST"  # a guess: yours may differ

@@ -143,14 +143,15 @@ class TicketsMachine(RuleBasedStateMachine):
         # Just past the expiry and the clock slack: a target that releases lapsed holds by a periodic job
         # sells them until the job runs, so a confirm long after the lapse would meet a job already done.
         # When the drawn hold lapsed long ago, the buyer of the latest hold still open pays instead.
-        slack = tolerance_of(self.d).skew + 0.05
+        tol = tolerance_of(self.d)
+        slack = tol.skew + tol.sale_lag + 0.05  # past the stated release lag too: within it a sale is the rule
         open_holds = [k for k in self.expires if k in self.ids and k not in self.settled]
         if key not in open_holds or self.expires[key] + slack < self.d.now() - 0.05:
             if not open_holds:
                 return
             key = max(open_holds, key=self.expires.__getitem__)
         wait = self.expires[key] + slack - self.d.now()
-        if wait > 2 * hold_seconds(self.target) + 0.5 and not self.target.in_process:
+        if wait > 2 * hold_seconds(self.target) + 0.5 + tol.sale_lag and not self.target.in_process:
             return  # over a URL time is real: leave the long waits to time_passes
         if wait > 0:
             self.d.advance(wait)

@@ -128,8 +128,12 @@ def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: 
     sent = check(doc, "slos", "reserve p99 latency (send)")
     print(f"\np99 from intended start {intended['actual']['value'] * 1000:.0f} ms; "
           f"p99 from actual send {sent['actual']['value'] * 1000:.0f} ms")
-    assert intended["valid"] is False and intended["actual"]["value"] * 1000 > 600
-    assert sent["valid"] is True and sent["actual"]["value"] * 1000 < 250
+    assert intended["actual"]["value"] * 1000 > 600 and sent["actual"]["value"] * 1000 < 250
+    # judged: a FAIL and a pass; on a shared host both undecided, naming the neighbour (never blamed)
+    if intended["valid"] == "unknown":
+        assert sent["valid"] == "unknown" and "processes outside the run" in (intended["note"] or ""), intended
+    else:
+        assert intended["valid"] is False and sent["valid"] is True
 
 
 def test_a_master_and_two_workers_on_their_own_addresses_give_the_verdict_of_one_process(serve_tickets,
