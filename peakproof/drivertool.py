@@ -89,6 +89,8 @@ def run_check(spec: RunSpec, write: Callable[[str], None] = print) -> int:
     write(f"peakproof driver check {spec.case}: {spec.driver or 'the contract driver'} against {spec.target_url}")
     write(f"  operations: {', '.join(o for o in operations(module.PROTOCOL) if o not in ('now', 'advance'))}")
     d = build_driver(spec)
+    for rule, value in case.stated_rules(spec).items():  # what the run's checks will judge by
+        write(f"  rule: {rule}: {value}")
     for cap in case.capabilities:
         left = f"; undecided without it: {', '.join(cap.checks)}" if cap.checks else ""
         if cap.name in spec.without:
