@@ -79,10 +79,15 @@ def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
 
     d = sub.add_parser("driver", help="write a driver for your own API (new), and try it against your service "
                                       "(check) before a run (docs/drivers.md)")
-    what = d.add_subparsers(dest="action", required=True, metavar="{new,check}", parser_class=Parser)
+    what = d.add_subparsers(dest="action", required=True, metavar="{new,check,docs}", parser_class=Parser)
     new = what.add_parser("new", help="print a commented driver skeleton for CASE")
     new.add_argument("case", choices=list(cases))
     new.add_argument("--output", "-o", default=None, help="write it to this file (refused if it exists)")
+    docs = what.add_parser("docs", help="print the table of CASE's operations (docs/drivers.md's, generated from "
+                                        "the case's one table and its protocol)")
+    docs.add_argument("case", nargs="*", metavar="CASE", help=f"any of {', '.join(cases)} (default: every case)")
+    docs.add_argument("--write", default=None, metavar="FILE",
+                      help="rewrite the generated tables of FILE (docs/drivers.md) in place instead of printing")
     chk = what.add_parser("check", help="call each operation and capability once against --target-url and print "
                                         "what came back and how the harness classified it",
                           epilog="Exit codes: 0 every call answered as the harness needs, 1 one did not, "
@@ -98,9 +103,23 @@ def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
 
 
 def _driver_command(args: argparse.Namespace) -> int:
-    from .drivertool import run_check, skeleton
+    from .drivertool import operations_doc, run_check, skeleton, update_docs
     from .spec import RunSpec
 
+    if args.action == "docs":
+        names = args.case or list(all_cases())
+        for n in names:
+            get_case(n)  # an unknown name is a usage error naming the cases there are
+        if not args.write:
+            print("\n\n".join(operations_doc(n) for n in names))
+            return 0
+        try:
+            changed = update_docs(args.write, names)
+        except (OSError, ValueError) as e:
+            raise UsageError("--write", "a markdown file with a generated region per case", args.write, str(e))
+        print(f"peakproof: {args.write}: " + (f"rewrote the tables of {', '.join(changed)}" if changed else
+                                              "every table already current"), file=sys.stderr)
+        return 0
     if args.action == "new":
         text = skeleton(args.case)
         if args.output:

@@ -12,11 +12,13 @@ import importlib
 import inspect
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from .capabilities import offers
 from .cases import get_case
 from .driver import build_driver, driver_class, operations
+from .errors import UsageError
 from .history import OK, Op
 from .spec import RunSpec
 
@@ -53,7 +55,17 @@ def _brief(value: Any, limit: int = 400) -> str:
 
 
 def checkup(case: str) -> Any:
-    return importlib.import_module(f"{get_case(case).package}.checkup")
+    """The case's ``checkup`` module (its ``OPERATIONS`` table and ``steps``); a case without one
+    is a usage error naming the module to write."""
+    package = get_case(case).package
+    try:
+        return importlib.import_module(f"{package}.checkup")
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.checkup":
+            raise
+        raise UsageError("case", f"a case with a {package}.checkup module (OPERATIONS, steps)", case,
+                         "driver new / check / docs read its operations from it: see peakproof/cases/tickets/"
+                         "checkup.py") from None
 
 
 def recorded_right(op: Op | None, args: dict[str, tuple[str, ...]], values: dict[str, tuple[str, ...]]) -> list[str]:
@@ -228,4 +240,86 @@ def _param(p: inspect.Parameter) -> str:
     return text
 
 
-__all__ = ["Step", "run_check", "skeleton", "recorded_right"]
+# -- the docs' tables -------------------------------------------------------------------------
+
+BEGIN = "<!-- generated: peakproof driver docs {case}"
+END = "<!-- end generated -->"
+
+
+def operations_doc(case_name: str) -> str:
+    """The docs' table of ``case_name``'s operations, from its ``OPERATIONS`` (what each must do and
+    return, the names it records) and its protocol (the signatures, which are load operations)."""
+    case = get_case(case_name)
+    module = case.module()
+    rows = ["| method | recorded as (the checks read these names) | what it must do | value when ok |",
+            "|---|---|---|---|"]
+    load = []
+    for spec in checkup(case_name).OPERATIONS:
+        source = module.PROTOCOL if spec.capability is None else module.OVER_HTTP
+        sig = _signature(source, spec.name)
+        if sig is not None and "intended_time" in sig.parameters:
+            load.append(spec.name)
+        head = f"`{spec.name}({_call_text(sig)})`"
+        if spec.capability:
+            head = f"capability `{spec.capability}`: {head}"
+        recorded = f"`{spec.recorded_as or spec.name}` {{{', '.join(spec.args)}}}" if spec.args else "not recorded"
+        rows.append(f"| {head} | {recorded} | {spec.does} | {spec.returns} |")
+    marker = BEGIN.format(case=case_name)
+    return "\n".join([f"{marker} (from OPERATIONS in {case.package.replace('.', '/')}/checkup.py and the case's "
+                      f"protocol): edit there, then peakproof driver docs --write docs/drivers.md -->", *rows, "",
+                      "Every method takes keyword `process` (who does it: pass it to `_call`). The load operations "
+                      "take `intended_time` too (pass it: latency is measured from the instant the curve asked): "
+                      + ", ".join(f"`{n}`" for n in load) + ".", END])
+
+
+def update_docs(path: str | Path, cases: Iterable[str]) -> list[str]:
+    """Rewrite each case's generated region of ``path`` in place; the cases whose region changed.
+    A case whose region is missing is an error naming the marker to add."""
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    changed = []
+    for name in cases:
+        marker = BEGIN.format(case=name)
+        start = text.find(marker + " ")
+        end = text.find(END, start)
+        if start < 0 or end < 0:
+            raise ValueError(f"{p} has no region for {name}: expected a line starting {marker!r} and, after it, "
+                             f"{END!r}; add the two lines where the table belongs and run this again")
+        new = operations_doc(name)
+        if text[start:end + len(END)] != new:
+            text = text[:start] + new + text[end + len(END):]
+            changed.append(name)
+    p.write_text(text, encoding="utf-8")
+    return changed
+
+
+def generated_region(text: str, case_name: str) -> str | None:
+    """The region of ``case_name`` in a docs text, as written there (None: none)."""
+    start = text.find(BEGIN.format(case=case_name) + " ")
+    end = text.find(END, start)
+    return None if start < 0 or end < 0 else text[start:end + len(END)]
+
+
+def _signature(source: Any, name: str) -> inspect.Signature | None:
+    try:
+        return inspect.signature(getattr(source, name))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _call_text(sig: inspect.Signature | None) -> str:
+    """``a, b, c=1, **params``: the arguments a caller gives (``self`` and the keyword-only left out)."""
+    if sig is None:
+        return "..."
+    out = []
+    for p in sig.parameters.values():
+        if p.name == "self" or p.kind is p.KEYWORD_ONLY:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            out.append(f"**{p.name}")
+        elif p.kind is not p.VAR_POSITIONAL:
+            out.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+    return ", ".join(out)
+
+
+__all__ = ["Step", "run_check", "skeleton", "recorded_right", "operations_doc", "update_docs", "generated_region"]

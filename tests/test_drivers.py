@@ -128,3 +128,51 @@ def test_the_skeleton_is_python_with_every_operation_the_harness_checks_for(case
     cls = driver_class(f"{path}:My{case.title()}", all_cases()[case].module().PROTOCOL)
     for cap in get_case(case).capabilities:  # every optional capability is there, to keep or delete
         assert all(callable(getattr(cls, m, None)) for m in cap.methods), cap.name
+
+
+CASES = ["tickets", "notifications", "feed"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_operation_table_names_every_operation_and_capability_method_of_the_protocol(case: str) -> None:
+    from peakproof.driver import operations
+    from peakproof.drivertool import _signature, checkup
+
+    module, table = get_case(case).module(), checkup(case).OPERATIONS
+    required = {o.name for o in table if o.capability is None}
+    assert required == set(operations(module.PROTOCOL)) - {"now", "advance"}
+    for cap in get_case(case).capabilities:
+        assert set(cap.methods) <= {o.name for o in table if o.capability == cap.name}, cap.name
+    for o in table:  # a recorded argument per argument the method takes
+        sig = _signature(module.PROTOCOL if o.capability is None else module.OVER_HTTP, o.name)
+        taken = [p for p in sig.parameters.values() if p.name != "self" and p.kind in
+                 (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert not o.args or len(taken) == len(o.args), (o.name, [p.name for p in taken], o.args)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_docs_tables_and_the_skeleton_say_what_the_operation_table_says(case: str) -> None:
+    from peakproof.drivertool import checkup, generated_region, operations_doc
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "drivers.md").read_text(encoding="utf-8")
+    assert generated_region(docs, case) == operations_doc(case), \
+        "docs/drivers.md's table is stale: run peakproof driver docs --write docs/drivers.md"
+    words = " ".join(skeleton(case).split())
+    for o in checkup(case).OPERATIONS:
+        assert f"| {o.does} | {o.returns} |" in operations_doc(case), o.name
+        if o.name not in getattr(checkup(case), "SKELETON", {}):  # written-out methods have their own text
+            assert " ".join(checkup(case).DOCS[o.name].split())[:80] in words, o.name
+            assert all(f'"{a}": ' in words for a in o.args), o.name
+
+
+def test_driver_docs_rewrites_a_stale_table_and_refuses_a_file_without_its_region(tmp_path: Path) -> None:
+    from peakproof.drivertool import BEGIN, END, operations_doc, update_docs
+
+    doc = tmp_path / "drivers.md"
+    doc.write_text(f"# x\n\n{BEGIN.format(case='feed')} old -->\n| stale |\n{END}\n\ntail\n", encoding="utf-8")
+    assert update_docs(doc, ["feed"]) == ["feed"]
+    assert operations_doc("feed") in doc.read_text(encoding="utf-8") and "stale" not in doc.read_text(encoding="utf-8")
+    assert doc.read_text(encoding="utf-8").endswith("\ntail\n")
+    assert update_docs(doc, ["feed"]) == []  # current: nothing to rewrite
+    with pytest.raises(ValueError, match="no region for tickets"):
+        update_docs(doc, ["tickets"])

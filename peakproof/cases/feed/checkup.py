@@ -8,21 +8,32 @@ from typing import Any, Callable, Iterator
 
 from ...drivertool import Step
 from ...history import OK
+from ...operation_table import OperationSpec, tables
 
-ARGS = {"follow": ("user_id", "followee_id"), "unfollow": ("user_id", "followee_id"),
-        "publish": ("author_id", "text"), "delete": ("post_id",), "read": ("user_id", "limit", "cursor"),
-        "follow_many": ("pairs",)}
-VALUES = {"publish": ("post_id", "author_id", "text", "created_at"), "read": ("items", "next_cursor")}
-PARSERS = {"publish": "post", "read": "page"}  # the skeleton's parser of each value
-DOCS = {"follow": "user follows followee (idempotent).", "unfollow": "user stops following followee (idempotent).",
-        "publish": "A post: post_id, author_id, text, created_at (epoch seconds: parse_time).",
-        "delete": "Delete the post: never shown again.",
-        "read": "A page {items: [post...], next_cursor: opaque or None}, newest first; add inbox_size where your "
-                "design has inboxes.",
-        "add_follows": "Bulk follows [(user, followee), ...]; return the number added (an int). Record one op "
-                       "'follow_many' with args {'pairs': pairs}.",
-        "stats": "Your fan-out backlog: {'backlog': n}, or None.",
-        "admin": "The reference target's fan-out fault hooks; delete this."}
+_POST = '`{"post_id", "author_id", "text", "created_at"}`, `created_at` epoch seconds (`parse_time`)'
+OPERATIONS = (
+    OperationSpec("follow", ("user_id", "followee_id"), "`user` follows `followee` (idempotent)."),
+    OperationSpec("unfollow", ("user_id", "followee_id"), "`user` stops following `followee` (idempotent)."),
+    OperationSpec("publish", ("author_id", "text"), "Publish a post.", "a post: " + _POST,
+                  ("post_id", "author_id", "text", "created_at"), "post"),
+    OperationSpec("delete", ("post_id",), "Delete the post: never shown again; an unknown post: fail "
+                  "`unknown_post`."),
+    OperationSpec("read", ("user_id", "limit", "cursor"),
+                  "The user's timeline, newest first by (`created_at`, `post_id`), post ids compared as strings; "
+                  "the next page is `read(user, limit, next_cursor)`.",
+                  'a page: `{"items": [post, ...], "next_cursor": opaque or None}`, each item a post; add '
+                  "`inbox_size` where your design has inboxes", ("items", "next_cursor"), "page"),
+    OperationSpec("add_follows", ("pairs",), "Bulk follows `[(user, followee), ...]` in one call or a few; record "
+                  "each call as op `follow_many` with args `{\"pairs\": part}`; when the service refuses, raise "
+                  "`peakproof.errors.SetupFailed` (a finding). Without it the graph goes one follow at a time "
+                  "(small graphs only).", "the number added (an int, not an Op)", capability="bulk_graph",
+                  recorded_as="follow_many"),
+    OperationSpec("stats", (), "Your fan-out backlog (a harness side call: `self.side_call(...)`).",
+                  '`{"backlog": n, ...}`, or None when unknown', capability="stats"),
+    OperationSpec("admin", (), "The reference target's fan-out fault hooks (fault scenarios only); delete it.",
+                  capability="faults"),
+)
+ARGS, VALUES, PARSERS, DOCS = tables(OPERATIONS)
 STATUS_HINT = {400: "invalid_request", 404: "unknown_post"}
 PARSER_HINTS = {"page": {"items": '("TODO", lambda items: [post(item) for item in items])'}}
 SKELETON = {

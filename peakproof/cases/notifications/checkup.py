@@ -8,23 +8,33 @@ from typing import Any, Callable, Iterator
 
 from ...drivertool import Step
 from ...history import FAIL, OK
+from ...operation_table import OperationSpec, tables
 
-ARGS = {"put_recipient": ("recipient_id", "channels", "addresses"),
-        "notify": ("event_id", "recipient_id", "priority", "title", "body"),
-        "get_notification": ("notification_id",)}
-VALUES = {"notify": ("notification_id", "status"),
-          "get_notification": ("notification_id", "event_id", "recipient_id", "priority", "status", "channel",
-                               "accepted_at", "delivered_at", "attempts")}
-PARSERS = {"notify": "accepted", "get_notification": "notification"}  # the skeleton's parser of each value
-DOCS = {"notify": "Accept a notification (priority 'urgent' or 'reminder'); a replay of (event, recipient) answers "
-                  "the same notification_id. Unknown recipient: fail 'unknown_recipient'.",
-        "get_notification": "The notification: status queued / sending / delivered / failed, times as epoch "
-                            "seconds (parse_time), attempts [{channel, outcome, at}].",
-        "put_recipient": "Register the recipient's ordered channels (push, sms, email) and addresses "
-                         "{push_token, phone, email}.",
-        "provider_calls": "Every call your service made to its providers; delete this if it delivers through "
-                          "peakproof's simulator (--provider-url): the harness reads it there.",
-        "breakers": "The reference target's breaker transitions; delete this."}
+OPERATIONS = (
+    OperationSpec("notify", ("event_id", "recipient_id", "priority", "title", "body"),
+                  "Accept a notification; `priority` is `urgent` or `reminder`; a replay of (event, recipient) "
+                  "answers the same notification. An unknown recipient: fail `unknown_recipient`; a bad request: "
+                  "fail `invalid_request`.", '`{"notification_id", "status"}`', ("notification_id", "status"),
+                  "accepted"),
+    OperationSpec("get_notification", ("notification_id",), "The notification as it stands; `attempts` is shown, "
+                  "not judged (the providers' record is the ground truth for every call).",
+                  '`{"notification_id", "event_id", "recipient_id", "priority", "status", "channel", "accepted_at", '
+                  '"delivered_at", "attempts": [{"channel", "outcome", "at"}]}`; `status` is `queued`, `sending`, '
+                  "`delivered` or `failed`, times epoch seconds (`parse_time`) or None",
+                  ("notification_id", "event_id", "recipient_id", "priority", "status", "channel", "accepted_at",
+                   "delivered_at", "attempts"), "notification"),
+    OperationSpec("put_recipient", ("recipient_id", "channels", "addresses"),
+                  "Register the recipient: `channels` is the ordered preference (`push`, `sms`, `email`; the cascade "
+                  "goes through it in order), `addresses` `{\"push_token\", \"phone\", \"email\"}`.",
+                  capability="setup"),
+    OperationSpec("provider_calls", (), "Every call your service made to its providers (not an op: a list). By "
+                  "default the harness reads the simulator at `--provider-url` itself: point your service at "
+                  "`peakproof serve providers` and leave this out.",
+                  '`[{"channel", "event_id", "recipient_id", "outcome", "at", ...}]`', capability="providers_record"),
+    OperationSpec("breakers", (), "The reference target's breaker transitions (a chart only: without it nothing is "
+                  "undecided); delete it.", "a dict, or None", capability="stats"),
+)
+ARGS, VALUES, PARSERS, DOCS = tables(OPERATIONS)
 STATUS_HINT = {404: "unknown_recipient", 422: "invalid_request"}
 SKELETON = {
     "provider_calls": '''

@@ -8,25 +8,37 @@ from typing import Any, Callable, Iterator
 
 from ...drivertool import Step
 from ...history import FAIL, OK
+from ...operation_table import OperationSpec, tables
 from .checks import CLIENT_ERRORS
 
-# the names each operation records its arguments under (the checks read them)
-ARGS = {"put_quota": ("quota_id", "capacity", "hold_seconds"), "read_quota": ("quota_id",),
-        "reserve": ("quota_id", "buyer_id", "quantity", "request_id"), "confirm": ("reservation_id",),
-        "cancel": ("reservation_id",), "get_reservation": ("reservation_id",), "nemesis": ("fault",)}
 _RES = ("reservation_id", "quota_id", "buyer_id", "quantity", "status", "expires_at")
-VALUES = {"read_quota": ("quota_id", "capacity", "available", "held", "sold"), "reserve": _RES, "confirm": _RES,
-          "cancel": _RES, "get_reservation": _RES}
-PARSERS = {"read_quota": "quota", "reserve": "reservation", "confirm": "reservation", "cancel": "reservation", "get_reservation": "reservation"}  # the skeleton's parser of each value
-DOCS = {"read_quota": "The quota's counts: capacity, available (free), held, sold (ints; expired holds are free).",
-        "reserve": "Hold `quantity` units for the buyer; a replay of (buyer, request_id) answers the same "
-                   "reservation. Sold out: fail 'sold_out'; a bad request: fail 'invalid_request'; the same "
-                   "request id with another quantity: fail 'idempotency_key_reused'.",
-        "confirm": "Sell a live hold (status 'sold'); after its expiry: fail 'expired'.",
-        "cancel": "Release a hold or a sale (status 'cancelled').",
-        "get_reservation": "The reservation; unknown: fail 'not_found'.",
-        "put_quota": "Create or reset the quota with `capacity` units and a hold window of `hold_seconds`.",
-        "nemesis": "The reference target's fault hook; your service most likely has none: delete this."}
+_RESERVATION = ('a reservation: `{"reservation_id", "quota_id", "buyer_id", "quantity", "status", "expires_at"}`; '
+                "`status` is `held`, `sold`, `expired` or `cancelled`, `expires_at` epoch seconds (`parse_time`)")
+OPERATIONS = (
+    OperationSpec("read_quota", ("quota_id",), "The quota's counts; an unknown quota: fail `not_found` or `unknown_quota`.",
+                  '`{"quota_id", "capacity", "available", "held", "sold"}`: ints (free, on hold, sold; expired '
+                  "holds count as free)", ("quota_id", "capacity", "available", "held", "sold"), "quota"),
+    OperationSpec("reserve", ("quota_id", "buyer_id", "quantity", "request_id"),
+                  "Hold `quantity` units for the buyer; a replay of (buyer, `request_id`) answers the same "
+                  "reservation. Sold out: fail `sold_out`; an unknown quota: fail `unknown_quota`; a bad request: fail `invalid_request`; the same request "
+                  "id with another quantity: fail `idempotency_key_reused`.", _RESERVATION, _RES, "reservation"),
+    OperationSpec("confirm", ("reservation_id",),
+                  "Sell a live hold (status `sold`). After its expiry: fail `expired`; cancelled: fail `cancelled`; "
+                  "a hold already sold: ok with the sale (a replay) or fail `already_sold`, neither judged as a "
+                  "new sale.", "the reservation", _RES, "reservation"),
+    OperationSpec("cancel", ("reservation_id",), "Release a hold or a sale (status `cancelled`).",
+                  "the reservation", _RES, "reservation"),
+    OperationSpec("get_reservation", ("reservation_id",), "The reservation; an unknown id: fail `not_found` or `unknown_reservation`.",
+                  "the reservation", _RES, "reservation"),
+    OperationSpec("put_quota", ("quota_id", "capacity", "hold_seconds"),
+                  "Create the quota with `capacity` units and a hold window of `hold_seconds`, or reset it: capacity "
+                  "and hold window set anew, every earlier hold and sale of it forgotten (the checks start a new "
+                  "epoch there: nothing before it counts against the new capacity). The harness resets only "
+                  "quotas it created.", "anything (`{}` is fine)", capability="setup"),
+    OperationSpec("nemesis", ("fault",), "The reference target's fault hook (`tickets-lease-faults` only); your "
+                  "service most likely has none: delete it.", capability="faults"),
+)
+ARGS, VALUES, PARSERS, DOCS = tables(OPERATIONS)
 STATUS_HINT = {404: "not_found", 409: "sold_out", 422: "invalid_request"}
 
 

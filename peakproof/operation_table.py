@@ -1,0 +1,48 @@
+"""One table per case of the operations a driver offers: the single source of what the docs'
+tables (``peakproof driver docs``), the skeleton (``peakproof driver new``) and ``driver check``
+say about each operation, so they cannot disagree.
+
+A case's ``checkup`` module holds its ``OPERATIONS``; the signatures come from the case's
+protocol (and, for a capability, from the HTTP driver that offers it), never from here, and
+``tests/unit`` holds the table to the protocol: the same operations, the same number of
+arguments, and every capability's methods listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """One operation of a case's driver, as the checks read it."""
+
+    name: str  # the driver's method
+    args: tuple[str, ...]  # the names its arguments are recorded under in the history (the checks read them)
+    does: str  # what the method must do, its refusals and their codes (markdown: `code`)
+    returns: str = "anything"  # the op's value when ok (markdown)
+    fields: tuple[str, ...] = ()  # the value's fields the checks read: the skeleton's parser lists them
+    parser: str | None = None  # the skeleton's parser for the value
+    capability: str | None = None  # the optional capability it belongs to; None: the protocol requires it
+    recorded_as: str | None = None  # the op's name in the history when it is not the method's
+
+
+def tables(ops: Iterable[OperationSpec]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
+                                                  dict[str, str], dict[str, str]]:
+    """``(ARGS, VALUES, PARSERS, DOCS)`` by operation name, as ``driver check`` and the skeleton
+    read them (``ARGS`` is keyed by the recorded name too, where it differs)."""
+    ops = list(ops)
+    args = {o.recorded_as or o.name: o.args for o in ops}
+    values = {o.name: o.fields for o in ops if o.fields}
+    parsers = {o.name: o.parser for o in ops if o.parser}
+    docs = {o.name: _plain(o.does + ("" if o.returns == "anything" else f" Value: {o.returns}")) for o in ops}
+    return args, values, parsers, docs
+
+
+def _plain(text: str) -> str:
+    """Markdown to a docstring's words: backticks off."""
+    return text.replace("`", "")
+
+
+__all__ = ["OperationSpec", "tables"]
