@@ -42,6 +42,8 @@ class Violation:
         lines += [f"  {line}" for line in self.history]
         if replay:
             lines += ["", replay]
+        if self.history:  # a long history pushes the message out of a terminal's tail: say it once more
+            lines += ["", "the broken promise, again: " + self.message.strip().splitlines()[0]]
         return "\n".join(lines)
 
 

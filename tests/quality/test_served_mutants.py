@@ -50,10 +50,10 @@ FEED_LOAD = ("--scale", "0.002", "--time-scale", "100", "--duration", "6")
 def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_load(tmp_path: Path) -> None:
     with served("tickets-sells-expired-holds") as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
-        assert code == 1 and "expired_hold_is_never_sold: FAIL" in out, out[-3000:]
+        assert code == 1 and "expired_hold_is_never_sold: FAIL" in out, excerpt(out)
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     r = result(doc, "expired_hold_is_never_sold")
-    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, out[-3000:]
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, excerpt(out)
     assert r["chances"] >= 1 and "sold it" in r["first_violation"]
 
 
@@ -67,9 +67,9 @@ def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_an
         mutant: str, check: str) -> None:
     with served(mutant) as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
-    assert code == 1 and f"{check}: FAIL" in out, out[-3000:]
+    assert code == 1 and f"{check}: FAIL" in out, excerpt(out)
     # Hypothesis's own Flaky* never reaches the verdict (the replay may have gone otherwise: then said so)
-    assert "the violating run's history" in out and "Inconsistent" not in out and "errors.Flaky" not in out, out[-3000:]
+    assert "the violating run's history" in out and "Inconsistent" not in out and "errors.Flaky" not in out, excerpt(out)
 
 
 def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no_chance() -> None:
@@ -83,7 +83,7 @@ def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no
     print(f"\nannounced about {announced:.0f} s; the run took {took:.1f} s")
     assert announced / 2 <= took <= announced * 2, (announced, took)
     lines = [ln for ln in out.splitlines() if ln.strip().startswith("hold_honoured_until_it_expires: no chance")]
-    assert code == 6 and lines, out[-3000:]  # not decided: exit 6, naming the check
+    assert code == 6 and lines, excerpt(out)  # not decided: exit 6, naming the check
     assert "no run with these settings can: the clock slack your driver states (1.5 s" in lines[0], lines[0]
     assert "--hold-window of at least 3 s" in lines[0] and "a longer run" not in lines[0], lines[0]
 
@@ -101,14 +101,14 @@ def test_a_tickets_lock_that_breaks_under_its_holders_faults_fails_the_lease_fau
         code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
     failed = [r["name"] for group in ("checks", "slos") for r in doc[group] if r["valid"] is False]
     print(f"\n{mutant}: failed {failed}")
-    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", out[-3000:]
-    assert set(caught_by) & set(failed), f"{mutant} should fail one of {caught_by}; failed {failed}\n{out[-3000:]}"
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", excerpt(out)
+    assert set(caught_by) & set(failed), f"{mutant} should fail one of {caught_by}; failed {failed}\n{excerpt(out)}"
 
 
 def test_the_reference_tickets_target_keeps_every_promise_while_its_lock_holders_fail(tmp_path: Path) -> None:
     with ServedTarget("tickets") as t:
         code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
-    assert code == 0 and doc["verdict"]["outcome"] == "PASS", out[-3000:]
+    assert code == 0 and doc["verdict"]["outcome"] == "PASS", excerpt(out)
     resume = result(doc, "sales_resume_within_the_lease")
     assert resume["chances"] == 3 and resume["valid"] is True  # stall, die and restart all took
 
@@ -117,7 +117,7 @@ def test_a_tickets_target_answering_500_to_every_reservation_fails_on_its_error_
     with served("tickets-500-on-every-reservation") as t:
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     budget = result(doc, "error budget")
-    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", out[-3000:]
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL", excerpt(out)
     assert budget["valid"] is False and budget["counts"]["worst_kind"] == "reserve"
     assert "database_unavailable" in budget["first_violation"]
     # and no check pretends to have held: they could not see a single reservation's outcome
@@ -128,8 +128,8 @@ def test_a_tickets_target_answering_500_to_some_granted_holds_fails_the_url_prop
     # the load's error budget caught this one; now the properties do too (CI runs them), by name
     with served("tickets-500-on-some-granted-holds") as t:
         code, out = properties_against(t.url, "tickets")
-    assert code == 1 and "no_server_errors: FAIL" in out, out[-3000:]
-    assert "reserve(" in out and "answered database_unavailable: HTTP 500" in out, out[-3000:]
+    assert code == 1 and "no_server_errors: FAIL" in out, excerpt(out)
+    assert "reserve(" in out and "answered database_unavailable: HTTP 500" in out, excerpt(out)
 
 
 @pytest.mark.parametrize("mutant, caught_by, says", [
@@ -141,7 +141,7 @@ def test_a_tickets_target_breaking_a_promise_of_issue_23_fails_the_url_propertie
     # the load gives both checks their chances too (README); the properties are what CI runs
     with served(mutant) as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
-    assert code == 1 and f"{caught_by}: FAIL" in out and says in out, out[-3000:]
+    assert code == 1 and f"{caught_by}: FAIL" in out and says in out, excerpt(out)
     print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if "first violation" in line)[:300])
 
 
@@ -155,7 +155,7 @@ BOUNDS = ("-k", "outside_the_contract or allows")  # the two properties of the c
 def test_a_tickets_target_off_the_contracts_bounds_fails_the_url_properties(mutant: str, rule: str) -> None:
     with served(mutant) as t:
         code, out = properties_against(t.url, "tickets", *BOUNDS)
-    assert code == 1 and f"{rule}:" in out, out[-3000:]
+    assert code == 1 and f"{rule}:" in out, excerpt(out)
     print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if f"{rule}:" in line)[:300])
 
 
@@ -163,7 +163,7 @@ def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http() -> 
     with ServedTarget("tickets") as t:
         code, out = properties_against(t.url, "tickets", *BOUNDS)
     ran = re.search(r"(\d+) passed", out)
-    assert code == 0 and ran and int(ran.group(1)) >= 2 and "skipped" not in out, out[-3000:]
+    assert code == 0 and ran and int(ran.group(1)) >= 2 and "skipped" not in out, excerpt(out)
 
 
 @pytest.mark.parametrize("mutant, caught_by", [
@@ -174,10 +174,10 @@ def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http() -> 
 def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught_by: str, tmp_path: Path) -> None:
     with served(mutant) as t:
         code, out = properties_against(t.url, "feed")
-        assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
+        assert code == 1 and f"{caught_by}: FAIL" in out, excerpt(out)
         code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
     r = result(doc, caught_by)
-    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, (r, out[-3000:])
+    assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, (r, excerpt(out))
     print(f"\n{mutant}: {r['first_violation']}")
 
 
@@ -185,7 +185,7 @@ def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> Non
     with served("feed-fanout-stalls") as t:
         code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
     r = result(doc, "posts_visible_within_window")
-    assert code == 1 and r["valid"] is False and r["chances"] >= 1, (r, out[-3000:])
+    assert code == 1 and r["valid"] is False and r["chances"] >= 1, (r, excerpt(out))
 
 
 def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tm
     with ServedTarget("tickets") as t:
         code, doc, out = load_against(t.url, "tickets-sold-out-that-raises", tmp_path, "--scale", "0.01",
                                       "--duration", "2", locustfile=ROOT / "tests" / "support" / "raising_scenario.py")
-    assert code == 2 and doc["verdict"]["outcome"] == "INCONCLUSIVE", out[-3000:]
+    assert code == 2 and doc["verdict"]["outcome"] == "INCONCLUSIVE", excerpt(out)
     assert any("ZeroDivisionError" in e for e in doc["harness_errors"])
     assert "Traceback" in (tmp_path / doc["html"]).read_text()
 
@@ -207,6 +207,14 @@ NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0
                             breaker_failures=4)
 NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker-window", "20",
                        "--breaker-failures", "4", "--breaker-cool-down", "1")
+
+
+def excerpt(out: str) -> str:
+    """What a failed assertion shows of a run's output: the lines that name an outcome (a long
+    violating history pushes them out of any tail), then the tail."""
+    named = [line for line in out.splitlines() if any(w in line for w in (": FAIL", "broken promise", "UNDECIDED",
+                                                                          "INCONCLUSIVE", "Error"))]
+    return "\n".join(named[:20]) + "\n...\n" + out[-2500:]
 
 
 def notifications_properties(mutant: str | None, served_options: dict[str, Any] = NOTIFICATIONS_SERVED,
@@ -245,13 +253,13 @@ def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesi
         code, out = notifications_properties(mutant)
         if code == 1 and f"{caught_by}: FAIL" in out:
             break
-    assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
+    assert code == 1 and f"{caught_by}: FAIL" in out, excerpt(out)
     print(f"\n{mutant} -> {caught_by}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 
 
 def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on() -> None:
     code, out = notifications_properties(None)
-    assert code == 0 and "1 passed" in out, out[-3000:]
+    assert code == 0 and "1 passed" in out, excerpt(out)
 
 
 def test_a_service_that_holds_urgent_notifications_a_round_fails_the_properties_and_the_peak(tmp_path: Path) -> None:
@@ -265,10 +273,10 @@ def test_a_service_that_holds_urgent_notifications_a_round_fails_the_properties_
         code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
                                        *NOTIFICATIONS_RULES, "-k", "not openapi_contract")
         assert code == 1 and re.search(r"urgent_(first_outside_a_backlog|overtakes_reminder_backlog): FAIL", out), \
-            out[-3000:]
+            excerpt(out)
         code, doc, out = load_against(t.url, "notifications-peak", tmp_path, "--scale", "0.1", "--duration", "5",
                                       "--provider-url", providers.base, "--time-scale", "30",
                                       *NOTIFICATIONS_RULES)
     r = result(doc, "urgent_first_outside_a_backlog")
-    assert code == 1 and r["valid"] is False and r["chances"] > 0, out[-3000:]
+    assert code == 1 and r["valid"] is False and r["chances"] > 0, excerpt(out)
     print(f"\nholds-urgent-a-round, the peak: {r['chances']} chances; {r['first_violation'][:300]}")
