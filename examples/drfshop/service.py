@@ -225,6 +225,7 @@ def _stamp(ts: float) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # head and body leave in two writes: no 40 ms wait for a delayed ACK
     server_version = "WSGIServer/0.2 CPython"
 
     def log_message(self, format: str, *args: object) -> None:

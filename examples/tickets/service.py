@@ -212,6 +212,7 @@ def _stamp(ts: float) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive; every answer carries Content-Length
+    disable_nagle_algorithm = True  # head and body leave in two writes: no 40 ms wait for a delayed ACK
     server_version = "TicketShop/2"
 
     def log_message(self, format: str, *args: object) -> None:
