@@ -129,9 +129,12 @@ def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: 
     print(f"\np99 from intended start {intended['actual']['value'] * 1000:.0f} ms; "
           f"p99 from actual send {sent['actual']['value'] * 1000:.0f} ms")
     assert intended["actual"]["value"] * 1000 > 600 and sent["actual"]["value"] * 1000 < 250
-    # judged: a FAIL and a pass; on a shared host both undecided, naming the neighbour (never blamed)
+    # judged: a FAIL and a pass. On a shared host the miss is undecided, naming the neighbour (never
+    # blamed); the send latency, far inside its limit, held whatever the neighbour did (a limit kept with
+    # less CPU is kept) or is undecided with it, and never fails
     if intended["valid"] == "unknown":
-        assert sent["valid"] == "unknown" and "processes outside the run" in (intended["note"] or ""), intended
+        assert "processes outside the run" in (intended["note"] or ""), intended
+        assert sent["valid"] in (True, "unknown"), sent
     else:
         assert intended["valid"] is False and sent["valid"] is True
 
