@@ -353,16 +353,29 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     if busy:  # said, not undecided: a property's failure names its own cause; this says what else went on
         took += f"; NOTE: {busy.split(': a neighbour')[0]} during the properties"
     if not result.exists():  # pytest stopped before its session ended: its options or our plugin
-        print(proc.stdout[-3000:], proc.stderr[-2000:])
+        print(last_lines(proc.stdout, 3000), last_lines(proc.stderr, 2000))
         return Part(name, Outcome.INCONCLUSIVE, f"pytest exited {proc.returncode} without a result" + took,
                     reasons=[f"pytest exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
     res = StageResult.load(result)
     if res.outcome != "PASS":
-        print(proc.stdout[-6000:] if res.outcome == "FAIL" else proc.stdout[-3000:] + proc.stderr[-2000:])
-    idle = sorted(check for check, n in res.data.get("chances", {}).items() if not n)
+        print(last_lines(proc.stdout, 6000) if res.outcome == "FAIL" else
+              last_lines(proc.stdout, 3000) + last_lines(proc.stderr, 2000))
+    chances = res.data.get("chances", {})
+    if any(chances.values()):  # a PASS says what it rests on, as the load's checks do
+        took += "; chances to fail: " + ", ".join(f"{check} {n:,}" for check, n in sorted(chances.items()) if n)
+    idle = sorted(check for check, n in chances.items() if not n)
     if idle:
         took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
     return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
+
+
+def last_lines(text: str, limit: int) -> str:
+    """The whole lines that fit in the last ``limit`` characters of ``text`` (a cut mid-line printed
+    ": no chance to fail ..." without the check it was about)."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    return tail[tail.find("\n") + 1:] if "\n" in tail else tail
 
 
 def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:

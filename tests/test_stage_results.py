@@ -51,3 +51,13 @@ def test_a_property_that_ran_but_decided_nothing_is_inconclusive_naming_why() ->
     why = "properties/test_tickets.py::test_x: stopped by the harness's own limit, not the target: Timeout (>300.0s)"
     r = properties_result(0, counts(passed=3, skipped=1), "", {"no_oversell": 12}, undecided=[why])
     assert r.outcome == "INCONCLUSIVE" and r.reasons[0] == why
+
+
+def test_a_stage_s_output_is_shown_by_whole_lines_so_no_line_loses_the_check_it_names() -> None:
+    from peakproof.runner import last_lines
+
+    out = "\n".join(f"  check_{i}: no chance to fail over the whole property run" for i in range(200))
+    shown = last_lines(out, 3000)
+    assert len(shown) <= 3000 and shown.startswith("  check_") and out.endswith(shown)
+    assert all(line.startswith("  check_") for line in shown.splitlines())
+    assert last_lines("short", 3000) == "short"

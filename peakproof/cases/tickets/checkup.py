@@ -19,9 +19,12 @@ OPERATIONS = (
                   '`{"quota_id", "capacity", "available", "held", "sold"}`: ints (free, on hold, sold; expired '
                   "holds count as free)", ("quota_id", "capacity", "available", "held", "sold"), "quota"),
     OperationSpec("reserve", ("quota_id", "buyer_id", "quantity", "request_id"),
-                  "Hold `quantity` units for the buyer; a replay of (buyer, `request_id`) answers the same "
-                  "reservation. Sold out: fail `sold_out`; an unknown quota: fail `unknown_quota`; a bad request: fail `invalid_request`; the same request "
-                  "id with another quantity: fail `idempotency_key_reused`.", _RESERVATION, _RES, "reservation"),
+                  "Hold `quantity` units for the buyer; a replay of (quota, buyer, `request_id`) answers the same "
+                  "reservation. Request and buyer ids are unique only with their quota and repeat from run to run "
+                  "(quota ids never do): an idempotency key your service keeps across events or runs must be made "
+                  "of all three. Sold out: fail `sold_out`; an unknown quota: fail `unknown_quota`; a bad request: "
+                  "fail `invalid_request`; the same request id with another quantity: fail "
+                  "`idempotency_key_reused`.", _RESERVATION, _RES, "reservation"),
     OperationSpec("confirm", ("reservation_id",),
                   "Sell a live hold (status `sold`). After its expiry: fail `expired`; cancelled: fail `cancelled`; "
                   "a hold already sold: ok with the sale (a replay) or fail `already_sold`, neither judged as a "
