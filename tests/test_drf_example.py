@@ -60,7 +60,10 @@ def test_the_drf_shop_passes_the_properties_with_its_rule_stated_and_they_list_t
         out = subprocess.run([sys.executable, "-m", "pytest", "properties/test_tickets.py", "-q", "-p",
                               "no:cacheprovider", "-k", "any_sequence", "--driver", DRIVER, "--target-url", url,
                               *TOKENS, *RULES], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                             env=dict(os.environ, HYPOTHESIS_PROFILE="dev"))
+                             env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
+    # the ci profile, as a team's CI runs it: derandomized, so every run draws the same steps. The dev
+    # profile draws afresh, and in about 1 run in 4 its 12 examples gave one check no chance (exit 6,
+    # INCONCLUSIVE by chance: the check named changes from run to run)
     text = out.stdout + out.stderr
     assert out.returncode == 0 and "1 passed" in text, text[-4000:]
     assert "tickets: release lag (s): 3" in text, text[-4000:]
