@@ -12,7 +12,7 @@ idempotency). A check with zero chances was not exercised: it says nothing, so i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Generic, Iterable, Iterator, Literal, TypeVar
 
 Validity = bool | Literal["unknown", "waived"]  # waived: undecided, and the user said why (--without)
 
@@ -195,6 +195,39 @@ def judge_answer(op: Any, asked: dict[str, Any], v: Violations) -> bool:
         v.add(f"{op.f} answered about another request: "
               + ", ".join(f"{k} asked {want!r}, answered {got!r}" for k, (want, got) in wrong.items()), op)
     return True
+
+
+A = TypeVar("A")
+Check = Callable[[A], "CheckResult"]
+
+
+class CheckRegistry(Generic[A]):
+    """A case's checks over its analysis type ``A``, registered where each is written (as
+    Schemathesis registers its checks): ``@TICKETS.register`` above the function. The case
+    package imports its promise modules and reads the list from here, in the order they
+    registered; nothing lists the checks by hand, so a promise module cannot be left out."""
+
+    def __init__(self, case: str) -> None:
+        self.case = case
+        self._checks: dict[str, Check[A]] = {}
+
+    def register(self, check: Check[A]) -> Check[A]:
+        # a re-imported module replaces its own entry in place: the order stays the order written
+        self._checks[check.__name__] = check
+        return check
+
+    def __iter__(self) -> Iterator[Check[A]]:
+        return iter(tuple(self._checks.values()))
+
+    def __len__(self) -> int:
+        return len(self._checks)
+
+    def names(self) -> list[str]:
+        return list(self._checks)
+
+    def run(self, analysis: A) -> list["CheckResult"]:
+        """Every registered check over one shared analysis."""
+        return [check(analysis) for check in self]
 
 
 # check name -> the most chances one judgement gave it in this process (the properties' summary

@@ -11,7 +11,7 @@ from typing import Any, Collection, Iterable, Mapping
 
 from ...checks import CheckResult, Measure
 from ...history import OK, History, Op
-from .checks import FeedAnalysis
+from .analysis import FeedAnalysis
 
 __all__ = ["g2_breach_matches_backlog_arithmetic", "shard_down_feeds_correct_and_not_empty"]
 

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from ...history import OK, History, Op
 from ...report import Chart
 from ...slo import statistic
-from .checks import FeedAnalysis
+from .analysis import FeedAnalysis
 
 __all__ = ["WATCH_PREFIX", "POLLS_PER_WINDOW", "visibility_lags", "lag_charts", "percentile"]
 

@@ -3,13 +3,9 @@ asked. In ``FEED_CHECKS``; :mod:`peakproof.cases.feed.checks` re-exports it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...checks import CheckResult, Violations, judge_answer
 from ...history import OK
-
-if TYPE_CHECKING:
-    from .checks import FeedAnalysis
+from .analysis import FEED, FeedAnalysis
 
 __all__ = ["answers_belong_to_who_asked"]
 
@@ -17,6 +13,7 @@ ASKED = {"follow": ("user_id", "followee_id"), "unfollow": ("user_id", "followee
          "publish": ("author_id", "text"), "delete": ("post_id",)}
 
 
+@FEED.register
 def answers_belong_to_who_asked(a: FeedAnalysis) -> CheckResult:
     """A follow or unfollow answers about the user and followee it named, a publish about its author
     and text, a delete about the post it named; and one post id never stands for two publishes (a

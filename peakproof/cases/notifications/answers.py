@@ -5,13 +5,11 @@ asked, and every provider call reaches the recipient it is for. In ``NOTIFICATIO
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...checks import CheckResult, Violations, judge_answer
 from ...history import OK
-
-if TYPE_CHECKING:
-    from .checks import NotificationsAnalysis
+from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
 __all__ = ["answers_belong_to_who_asked"]
 
@@ -23,6 +21,7 @@ def _address(x: Any) -> str:
     return text if "@" in text else "".join(ch for ch in text if ch not in " -().+")
 
 
+@NOTIFICATIONS.register
 def answers_belong_to_who_asked(a: NotificationsAnalysis) -> CheckResult:
     """Every answer is about the request that asked, and every call reaches the recipient it is for:
     a notify answer names its event and recipient, a status read names the notification asked for,

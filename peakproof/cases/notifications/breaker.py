@@ -12,13 +12,11 @@ margin (:attr:`NotificationsAnalysis.suspicious_below`). Both checks are in
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...checks import CheckResult, Violations
 from ... import providers as pv
-
-if TYPE_CHECKING:
-    from .checks import NotificationsAnalysis
+from ...checks import CheckResult, Violations
+from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
 __all__ = ["DECIDED_BEFORE", "preference_respected", "breaker_counts_only_transient"]
 
@@ -158,6 +156,7 @@ def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for c in cs if c["at"] == cs[0]["at"]]
 
 
+@NOTIFICATIONS.register
 def preference_respected(a: NotificationsAnalysis) -> CheckResult:
     """The first call goes to the preferred channel, unless that channel was failing transiently."""
     v = Violations()
@@ -223,6 +222,7 @@ def _counting_permanent(a: NotificationsAnalysis, channel: str, at: float) -> tu
     return end - start, cum[end] - cum[start]
 
 
+@NOTIFICATIONS.register
 def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
     """A channel is skipped (breaker open) only after transient failures, never for permanent ones.
 

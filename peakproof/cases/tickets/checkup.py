@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 from ...drivertool import Step
 from ...history import FAIL, OK
 from ...operation_table import OperationSpec, tables
-from .checks import CLIENT_ERRORS
+from .analysis import CLIENT_ERRORS
 
 _RES = ("reservation_id", "quota_id", "buyer_id", "quantity", "status", "expires_at")
 _RESERVATION = ('a reservation: `{"reservation_id", "quota_id", "buyer_id", "quantity", "status", "expires_at"}`; '

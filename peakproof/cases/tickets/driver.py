@@ -12,7 +12,7 @@ from ...clock import VirtualClock
 from ...driver import HttpDriver, InProcessDriver
 from ...history import History, Op
 from ...timefmt import parse_time
-from .checks import Tolerance
+from .rules import Tolerance
 
 
 @runtime_checkable

@@ -5,25 +5,16 @@ and ``answers_belong_to_who_asked`` (every answer is about the request that aske
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...checks import CheckResult, Violations, judge_answer
 from ...history import FAIL, OK, Op
-
-if TYPE_CHECKING:
-    from .checks import TicketsAnalysis
+from .analysis import INF, TICKETS, TicketsAnalysis, _key
 
 __all__ = ["hold_honoured_until_it_expires", "answers_belong_to_who_asked"]
 
-INF = math.inf
 
-
-def _key(op: Op) -> tuple[str, str, str]:
-    a = op.args
-    return (a.get("quota_id"), a.get("buyer_id"), a.get("request_id"))
-
-
+@TICKETS.register
 def hold_honoured_until_it_expires(a: TicketsAnalysis) -> CheckResult:
     """A hold lasts until the ``expires_at`` the target announced: a confirm answered before then
     is not refused as expired, and no answer before then says the reservation expired (unless a
@@ -59,6 +50,7 @@ def hold_honoured_until_it_expires(a: TicketsAnalysis) -> CheckResult:
                     chance_kind="confirms and reads answered before their hold's announced expiry")
 
 
+@TICKETS.register
 def answers_belong_to_who_asked(a: TicketsAnalysis) -> CheckResult:
     """Every answer is about the request that asked: a reservation's answer names the quota, buyer
     and quantity of its request, and one reservation is never handed to two idempotency keys (a

@@ -1,0 +1,223 @@
+"""The feed history, analysed once: :class:`FeedAnalysis` (reads, writes, the pull model at each
+read) and :data:`FEED`, the registry every feed check joins. The bottom of the case's checks.
+
+Operations: ``follow`` / ``unfollow`` (args user_id, followee_id), ``publish`` (args
+author_id, text; ok value the post with post_id and created_at), ``delete`` (args
+post_id), ``read`` (args user_id, limit, cursor; ok value {items: [post...],
+next_cursor, and optionally backlog (fan-out entries still to write; 0 = settled) and
+inbox_size, which the reference target reports}).
+
+The pull model: at a read, the timeline a pure fan-in-on-read design would return: the
+live posts of the authors the user follows, newest first (ties by post id). Writes that
+overlap a read make it uncertain, so model comparisons use only reads no write overlapped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from typing import Any, Iterable
+
+from ...checks import CheckRegistry
+from ...history import OK, History, Op
+from ...slo import op_kind
+
+WRITES = ("follow", "unfollow", "publish", "delete")
+
+# G1 is about the first page: ``--slo first_page:p99<=200ms`` judges reads without a cursor
+op_kind("first_page", lambda op: op.f == "read" and op.args.get("cursor") is None)
+
+
+def _key(item: dict[str, Any]) -> tuple[float, str]:
+    return (float(item["created_at"]), str(item["post_id"]))
+
+
+def _cursor_id(cursor: Any) -> str:
+    """Cursors are opaque over HTTP (strings) and [created_at, post_id] in process: compare them as JSON."""
+    return json.dumps(cursor, sort_keys=True)
+
+
+class FeedAnalysis:
+    """Indexes a history once so every check is cheap per read (load runs record thousands).
+
+    ``follow_many`` ops (args ``pairs``: the bulk graph a load test builds) count as one
+    follow per pair.
+    """
+
+    def __init__(self, history: History | Iterable[Op], inbox_cap: int = 400, window: float = 60.0) -> None:
+        self.ops = sorted(history.ops if isinstance(history, History) else list(history), key=lambda o: o.invoke_seq)
+        self.inbox_cap, self.window = inbox_cap, window
+        self.reads = [op for op in self.ops if op.f == "read" and op.type == OK]
+        self.writes = [op for op in self.ops if op.f in WRITES + ("follow_many",) and op.type != "fail"]
+        inf = float("inf")
+        # quiet reads: the largest completion among writes invoked before each point (info/pending: never done)
+        by_invoke = sorted(self.writes, key=lambda w: w.invoke_seq)
+        self._w_invoke = [w.invoke_seq for w in by_invoke]
+        self._w_maxdone, top = [], -1.0
+        for w in by_invoke:
+            top = max(top, inf if w.type != OK else w.complete_seq)
+            self._w_maxdone.append(top)
+        ok_writes = [w for w in self.writes if w.type == OK]
+        # posts: who, when published (completion), when deleted (the first delete that completed ok)
+        self.posts: dict[str, dict[str, Any]] = {}
+        self.published_at: dict[str, float] = {}
+        self._published_seq: dict[str, int] = {}
+        self._deleted_seq: dict[str, int] = {}
+        for w in ok_writes:
+            if w.f == "publish" and isinstance(w.value, dict) and "post_id" in w.value:
+                pid = str(w.value["post_id"])
+                self.posts[pid], self.published_at[pid], self._published_seq[pid] = w.value, w.complete_time, w.complete_seq
+            elif w.f == "delete":
+                pid = str(w.args["post_id"])
+                self._deleted_seq[pid] = min(self._deleted_seq.get(pid, w.complete_seq), w.complete_seq)
+        self._newest_first = sorted(self.posts, key=lambda pid: _key(self.posts[pid]), reverse=True)
+        # follow / unfollow events per (user, followee), only for pairs that were ever unfollowed
+        unfollowed_pairs = {(w.args["user_id"], w.args["followee_id"]) for w in self.writes if w.f == "unfollow"}
+        self._pair_events: dict[tuple[str, str], list[tuple[int, str, bool]]] = {}
+        for w in self.writes:
+            for pair in _pairs(w):
+                if pair in unfollowed_pairs:
+                    certain = w.type == OK
+                    self._pair_events.setdefault(pair, []).append((w.invoke_seq, w.f, certain, w.complete_seq))  # type: ignore[arg-type]
+        # each read's user's followees at its invocation (writes applied in completion order)
+        self._following: dict[int, tuple[set[str], set[str]]] = {}
+        following: dict[str, set[str]] = {}
+        ever: dict[str, set[str]] = {}
+        events = sorted([(w.complete_seq, 1, w) for w in ok_writes if w.f in ("follow", "unfollow", "follow_many")]
+                        + [(op.invoke_seq, 0, op) for op in self.reads], key=lambda e: e[0])
+        for _, kind, op in events:
+            if kind == 1:
+                if op.f == "unfollow":
+                    following.setdefault(op.args["user_id"], set()).discard(op.args["followee_id"])
+                else:
+                    for user, followee in _pairs(op):
+                        following.setdefault(user, set()).add(followee)
+                        ever.setdefault(user, set()).add(followee)
+            else:
+                user = op.args["user_id"]
+                self._following[id(op)] = (set(following.get(user, ())), set(ever.get(user, ())))
+        self._unfollow_pairs_by_user: dict[str, list[str]] = {}
+        for (user, author) in self._pair_events:
+            self._unfollow_pairs_by_user.setdefault(user, []).append(author)
+        self._publish_seqs_by_author: dict[str, list[int]] = {}
+        for pid in sorted(self.posts, key=lambda p: self._published_seq[p]):
+            self._publish_seqs_by_author.setdefault(str(self.posts[pid].get("author_id")), []).append(
+                self._published_seq[pid])
+        # the first delete *sent* of each post (ok, info or still open): from then on it may be gone
+        self._delete_sent: dict[str, int] = {}
+        for w in self.writes:
+            if w.f == "delete":
+                pid = str(w.args["post_id"])
+                self._delete_sent[pid] = min(self._delete_sent.get(pid, w.invoke_seq), w.invoke_seq)
+        self._first_delete_by_author: dict[str, int] = {}
+        for pid, seq in self._deleted_seq.items():
+            post = self.posts.get(pid)
+            if post is not None:
+                author = str(post.get("author_id"))
+                self._first_delete_by_author[author] = min(self._first_delete_by_author.get(author, seq), seq)
+        # which posts each user has been shown, and when first (a post shown is certainly visible)
+        self._shown: dict[tuple[str, str], int] = {}
+        for op in self.reads:
+            for item in _items(op):
+                k = (op.args["user_id"], str(item.get("post_id")))
+                if k not in self._shown or op.complete_seq < self._shown[k]:
+                    self._shown[k] = op.complete_seq
+        # an opaque cursor means "after the last item of the page that returned it"
+        self.cursor_edge: dict[tuple[str, str], tuple[float, str]] = {}
+        for op in self.reads:
+            nxt, items = op.value.get("next_cursor"), _items(op)
+            if nxt is not None and items:
+                self.cursor_edge[(op.args["user_id"], _cursor_id(nxt))] = _key(items[-1])
+
+    def quiet(self, op: Op) -> bool:
+        """No write overlapped this read."""
+        i = bisect.bisect_left(self._w_invoke, op.complete_seq)
+        return i == 0 or self._w_maxdone[i - 1] < op.invoke_seq
+
+    def deleted_before(self, op: Op, post_id: str) -> bool:
+        """The post's delete returned before this read was invoked."""
+        return self._deleted_seq.get(post_id, op.invoke_seq) < op.invoke_seq
+
+    def is_deleted(self, post_id: str) -> bool:
+        """A delete of the post returned ok somewhere in the history."""
+        return str(post_id) in self._deleted_seq
+
+    def unfollowed_before(self, op: Op, author: str) -> bool:
+        """The last follow/unfollow of ``author`` by this read's user that may have taken effect is an
+        unfollow that certainly returned before the read."""
+        last = None
+        for invoke_seq, f, certain, complete_seq in self._pair_events.get((op.args["user_id"], author), ()):
+            if invoke_seq < op.complete_seq:
+                last = (f, certain and complete_seq < op.invoke_seq)
+        return last is not None and last[0] == "unfollow" and last[1]
+
+    def followed_ever(self, op: Op) -> set[str]:
+        return self._following[id(op)][1]
+
+    def posts_before(self, author: str, seq: int) -> int:
+        """How many of ``author``'s posts were published (completed) before ``seq``."""
+        return bisect.bisect_left(self._publish_seqs_by_author.get(author, []), seq)
+
+    def shown_before(self, user: str, post_id: str, seq: int) -> bool:
+        """This user was shown the post by a read that completed before ``seq``."""
+        return self._shown.get((user, post_id), seq) < seq
+
+    def bound(self, op: Op) -> tuple[float, str] | None:
+        """The key a read's page must stay below (None: a cursor no recorded page returned)."""
+        cursor = op.args.get("cursor")
+        if cursor is None:
+            return (float("inf"), "")
+        if isinstance(cursor, (list, tuple)) and len(cursor) == 2:
+            return (float(cursor[0]), str(cursor[1]))
+        return self.cursor_edge.get((op.args["user_id"], _cursor_id(cursor)))
+
+    def model(self, op: Op, upto: tuple[float, str] | None = None) -> tuple[list[tuple[float, str]], int] | None:
+        """(live model keys after the read's cursor, newest first, down to ``upto`` and at least the
+        page's limit + 1 of them; how many of those the inbox cap guarantees), or None when the
+        cursor's position is unknown."""
+        bound = self.bound(op)
+        if bound is None:
+            return None
+        following, ever = self._following[id(op)]
+        s = op.invoke_seq
+        need = int(op.args.get("limit") or 20) + 1
+        live: list[tuple[float, str]] = []
+        every = 0
+        cap_edge = (float("-inf"), "")
+        for pid in self._newest_first:
+            if self._published_seq[pid] >= s:
+                continue  # not yet published when the read began
+            post = self.posts[pid]
+            author = post["author_id"]
+            if author not in ever:
+                continue
+            key = _key(post)
+            every += 1
+            if every == self.inbox_cap:
+                cap_edge = key
+            if author in following and key < bound and not self._deleted_seq.get(pid, s) < s:
+                live.append(key)
+            if every >= self.inbox_cap and len(live) >= need and (upto is None or live[-1] < upto):
+                break
+        guaranteed = sum(1 for k in live if k >= cap_edge)
+        return live, guaranteed
+
+
+def _pairs(op: Op) -> Any:
+    if op.f == "follow_many":
+        return op.args.get("pairs", ())  # (user, followee) pairs, as recorded
+    if op.f in ("follow", "unfollow"):
+        return [(op.args["user_id"], op.args["followee_id"])]
+    return []
+
+
+def _items(op: Op) -> list[dict[str, Any]]:
+    return list(op.value.get("items") or [])
+
+
+def _multi_item_reads(a: FeedAnalysis) -> int:
+    return sum(1 for op in a.reads if len(_items(op)) > 1)
+
+
+# every feed check registers here (peakproof.checks.CheckRegistry); checks.py reads the list
+FEED: CheckRegistry[FeedAnalysis] = CheckRegistry("feed")

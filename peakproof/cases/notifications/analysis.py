@@ -1,0 +1,203 @@
+"""The notifications history and the providers' record, analysed once:
+:class:`NotificationsAnalysis`, the rules a target states (:class:`DeliveryRules`), and
+:data:`NOTIFICATIONS`, the registry every notifications check joins. The bottom of the case's checks.
+
+The providers' record (every call with its outcome, every delivery once per channel and
+key) is the ground truth; the history says what was accepted, for whom, with which
+preferences, and what the target reported. Operation names: ``put_recipient`` (args
+recipient_id, channels, addresses), ``notify`` (args event_id, recipient_id, priority,
+title, body; ok value has notification_id), ``get_notification`` (ok value: the
+notification with status, channel, attempts).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from ...checks import CheckRegistry
+from ...history import OK, History, Op
+
+STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
+
+
+@dataclass(frozen=True)
+class DeliveryRules:
+    """What the target under test does about delivery, as its owner states it; the checks judge
+    against these, never against the reference's insides. The defaults are the seed's (BI8, BI9)
+    and the reference target's (breaker, answer timeout).
+
+    Every field is an option of the properties (``pytest --budget ...``), of the load
+    (``locust ... --budget ...``) and of ``peakproof run``, and the report shows them.
+    """
+
+    budget: int = 3  # provider calls per notification (BI8)
+    backoff: float = 30.0  # s between rounds (BI9): how long a cascade may take to finish
+    breaker_window: int = 200  # a channel's breaker looks at its last N calls...
+    breaker_min_failures: int = 24  # ...and opens at this many transient failures among them
+    breaker_cool_down: float = 10.0  # s an open breaker waits before a probe (a failed probe reopens it)
+    answer_timeout: float = 2.0  # s the target waits for a provider's answer before "unknown"
+
+    # flag, field, type, help (the defaults are the fields')
+    OPTIONS = (
+        ("--budget", "budget", int, "provider calls your target spends per notification at most (BI8: 3)"),
+        ("--backoff", "backoff", float, "s your target waits between rounds (BI9: 30; the reference's --backoff)"),
+        ("--breaker-window", "breaker_window", int, "calls your target's per-channel breaker looks back over (200)"),
+        ("--breaker-failures", "breaker_min_failures", int,
+         "transient failures in that window that open your target's breaker (24)"),
+        ("--breaker-cool-down", "breaker_cool_down", float,
+         "s your target's open breaker waits before a probe (10; the reference's --breaker-cool-down)"),
+        ("--answer-timeout", "answer_timeout", float,
+         "s your target waits for a provider's answer before it counts the outcome unknown (the reference's "
+         "--call-timeout, 2); slower answers were never heard"),
+    )
+
+    def __post_init__(self) -> None:
+        for flag, name, kind, _ in self.OPTIONS:
+            v = getattr(self, name)
+            floor_ok = v >= 0 if name == "answer_timeout" else v > 0  # 0: virtual time, given up on at once
+            if not isinstance(v, (int, float)) or not floor_ok or (kind is int and int(v) != v):
+                raise ValueError(f"{flag} must be a positive {'whole number' if kind is int else 'number'}; "
+                                 f"got {v!r}")
+        if self.breaker_min_failures > self.breaker_window:
+            raise ValueError(f"--breaker-failures ({self.breaker_min_failures}) cannot exceed --breaker-window "
+                             f"({self.breaker_window}): the breaker could never open")
+
+    @classmethod
+    def from_options(cls, get: Any) -> "DeliveryRules":
+        """From parsed options: ``get(field)`` returns the value or None (then the default stands)."""
+        given = {name: kind(get(name)) for _, name, kind, _ in cls.OPTIONS if get(name) is not None}
+        return cls(**given)
+
+    def judging(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`NotificationsAnalysis` these rules set."""
+        return asdict(self)
+
+    def describe(self) -> dict[str, Any]:
+        return {"attempt budget": self.budget, "backoff (s)": self.backoff,
+                "breaker": f"{self.breaker_min_failures} transient failures in the last {self.breaker_window} calls, "
+                           f"{self.breaker_cool_down:g} s open before a probe",
+                "answer timeout (s)": self.answer_timeout}
+
+
+# In process, in virtual time: the driver tells the core every outcome at once, a lost answer is
+# given up on at once (no answer timeout to wait for).
+IN_VIRTUAL_TIME = DeliveryRules(answer_timeout=0.0)
+
+
+class NotificationsAnalysis:
+    def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
+                 breaker_window: int = 200, breaker_min_failures: int = 24,
+                 channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
+                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0) -> None:
+        """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
+        saw (earlier runs too), for the channel-health windows: a breaker remembers them.
+        ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
+        reference target's: 24 transient failures among a channel's last 200 calls).
+        ``answer_timeout``: when the target gives up on a lost answer (the reference: 2 s);
+        the breaker hears of that failure then, not when the provider took the call."""
+        self.ops = history.ops if isinstance(history, History) else list(history)
+        self.calls = sorted(calls, key=lambda c: c["at"])
+        self.budget = budget
+        self.backoff = backoff  # s between the target's rounds, as stated (BI9)
+        self.breaker_window, self.breaker_min_failures = breaker_window, breaker_min_failures
+        self.breaker_cool_down = breaker_cool_down
+        # The window is rebuilt from provider-side times, the breaker counts completions (a
+        # timeout completes seconds after its call arrived): judge with a 25% margin.
+        self.suspicious_below = 0.75 * breaker_min_failures
+        self.recipients: dict[str, dict[str, Any]] = {}
+        for op in self.ops:
+            if op.f == "put_recipient" and op.type == OK:
+                self.recipients[op.args["recipient_id"]] = op.args
+        self.accepted: dict[tuple[str, str], Op] = {}
+        for op in self.ops:
+            if op.f == "notify" and op.type == OK:
+                self.accepted.setdefault((op.args["event_id"], op.args["recipient_id"]), op)
+        self.calls_by_key: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for c in self.calls:
+            self.calls_by_key[(c["event_id"], c["recipient_id"])].append(c)
+        # per channel: call times and a running count of transient failures, for window queries
+        self._times: dict[str, list[float]] = defaultdict(list)
+        self._transient_cum: dict[str, list[int]] = defaultdict(lambda: [0])
+        self._permanent_seen: dict[str, list[float]] = defaultdict(list)
+        self.answer_timeout = answer_timeout
+
+        def heard(c: dict[str, Any]) -> float:  # when the target learned the call's outcome
+            return c["at"] + (answer_timeout if self.unheard(c) else max(answer_latency, float(c.get("latency") or 0.0)))
+
+        self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
+        self._failed_heard: dict[str, list[float]] = defaultdict(list)  # when the target heard each failure
+        self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
+        self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
+        self._counted_cum: dict[str, list[int]] = defaultdict(lambda: [0])  # failures, permanent ones too
+        # A call the target called again on the same channel under the same key: the target never
+        # heard its answer (it retries so only after an unknown outcome), whatever the record says.
+        # Its own timeout (a stalled process, a slow connection) is a failure to its breaker.
+        every = sorted(channel_calls if channel_calls is not None else self.calls, key=lambda c: c["at"])
+        seen_key: dict[tuple[str, str], dict[str, Any]] = {}
+        retried: set[int] = set()
+        for c in every:
+            k = (c["channel"], c.get("idempotency_key") or "")
+            if k[1] and k in seen_key and seen_key[k]["outcome"] != "permanent":
+                retried.add(id(seen_key[k]))
+            seen_key[k] = c
+
+        def lost(c: dict[str, Any]) -> bool:  # to the target: no answer heard
+            return self.unheard(c) or id(c) in retried
+
+        def heard_by_target(c: dict[str, Any]) -> float:
+            return c["at"] + answer_timeout if id(c) in retried and not self.unheard(c) else heard(c)
+
+        for c in sorted(every, key=heard_by_target):
+            ch, h = c["channel"], heard_by_target(c)
+            failed = c["outcome"] in ("transient", "ack_lost") or lost(c)
+            if failed:
+                self._failed_heard[ch].append(h)
+            else:
+                self._answered[ch].append((c["at"], h))
+            # what a breaker that (wrongly) counted permanent failures would hold: every heard call
+            self._all_times[ch].append(h)
+            self._counted_cum[ch].append(self._counted_cum[ch][-1] + (failed or c["outcome"] == "permanent"))
+            if c["outcome"] == "permanent" and not lost(c):
+                self._permanent_seen[ch].append(h)
+                continue  # the breaker's window holds calls that say something about the channel
+            self._times[ch].append(h)
+            self._last_failed[ch].append(failed)
+            # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
+            self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
+        self._arrived: dict[str, list[float]] = defaultdict(list)  # every call's arrival, by channel
+        for c in channel_calls if channel_calls is not None else self.calls:
+            self._arrived[c["channel"]].append(c["at"])
+        for arrivals in self._arrived.values():
+            arrivals.sort()
+        self.delivered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for c in self.calls:
+            if c["outcome"] in ("ok", "ack_lost"):
+                self.delivered[(c["event_id"], c["recipient_id"])].append(c)
+        self.faults = [op for op in self.ops if op.process == "nemesis"]
+
+
+    def unheard(self, c: dict[str, Any]) -> bool:
+        """The target never heard this call's answer: it was lost, or slower than the target's
+        ``answer_timeout`` (the provider's record says how long it took). To the target the
+        outcome is unknown, and retrying the same channel with the same key is the rule."""
+        latency = float(c.get("latency") or 0.0)
+        return c["outcome"] == "ack_lost" or (latency > 0 and latency >= self.answer_timeout)
+
+
+    def first_calls(self) -> tuple[list[tuple[Op, dict[str, Any], tuple[str, str]]],
+                                   list[tuple[Op, dict[str, Any], tuple[str, str]]]]:
+        """(urgent, reminder): every accepted notification that was called, with its first call and
+        key, split by priority. Both priority checks read it, so both classify alike."""
+        urgent: list[tuple[Op, dict[str, Any], tuple[str, str]]] = []
+        reminder: list[tuple[Op, dict[str, Any], tuple[str, str]]] = []
+        for key, op in self.accepted.items():
+            cs = self.calls_by_key.get(key)
+            if cs:
+                (urgent if op.args.get("priority") == "urgent" else reminder).append((op, cs[0], key))
+        return urgent, reminder
+
+
+# every notifications check registers here (peakproof.checks.CheckRegistry); checks.py reads the list
+NOTIFICATIONS: CheckRegistry[NotificationsAnalysis] = CheckRegistry("notifications")
