@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import UsageError
+from .spec import RunSpec
 
 if TYPE_CHECKING:
     from .capabilities import Capability
     from .options import Option
-    from .spec import RunSpec
 
 
 def project_dir(what: str) -> Path:
     """``properties/`` or ``loadtests/`` of the checkout peakproof runs from."""
-    from .errors import UsageError
-
     for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
         path = root / what
         if path.is_dir():
@@ -123,8 +123,39 @@ class Case:
     def model_module(self) -> Any:
         return importlib.import_module(self.model) if self.model else None
 
+    # -- a run of this case ---------------------------------------------------------------------------------------
 
-def get_case(name: str) -> Case:
-    from .cases import get_case as lookup
+    def spec_from(self, get: Callable[[str], Any], **overrides: Any) -> RunSpec:
+        """A run spec from parsed options: ``get(name)`` gives an option's value (None when absent there)."""
+        names = {f.name for f in fields(RunSpec)} - {"case", "case_options", "embedded"}
+        values: dict[str, Any] = {}
+        for name in names:
+            v = get(name)
+            if v is not None:
+                values[name] = tuple(v) if name in ("slo", "without") else v
+        own = {o.name: get(o.name) for o in self.options}
+        spec = RunSpec(case=self.name, case_options={k: v for k, v in own.items() if v is not None}, **values)
+        return replace(spec, **overrides) if overrides else spec
 
-    return lookup(name)
+    def resolved(self, spec: RunSpec, *, calibrates: bool = False) -> RunSpec:
+        """``spec`` with this case's defaults filled in, once: the time scale and duration, the case's own
+        rules. ``calibrates``: ``scale``/``time_scale`` "auto" stay for the calibration to fit (peakproof run);
+        elsewhere "auto" scale means the case's default scale."""
+        time_scale = spec.time_scale
+        if time_scale is None:
+            time_scale = "auto" if calibrates and self.scale_axis == "time_scale" else self.default_time_scale
+        if time_scale == "auto" and self.scale_axis != "time_scale":
+            raise UsageError("--time-scale", "a number for this case (only a case whose rates grow with its time "
+                             "scale fits it to the machine)", "auto",
+                             f"Use --scale auto; {self.name}'s default time scale is {self.default_time_scale:g}.")
+        if time_scale == "auto" and not calibrates:
+            time_scale = self.default_time_scale
+        scale = spec.scale
+        if scale == "auto" and (not calibrates or self.scale_axis == "time_scale"):
+            scale = self.default_scale
+        duration = spec.duration if spec.duration is not None else self.default_duration
+        from .capabilities import validate_waivers
+
+        without = validate_waivers(self.name, self.capabilities, spec.without)
+        spec = replace(spec, time_scale=time_scale, scale=scale, duration=duration, without=without)
+        return self.resolve(spec) if self.resolve else spec

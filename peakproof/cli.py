@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cases import all_cases, get_case
+from .cases import all_cases, all_options, get_case
 from .errors import PeakproofError, UsageError
 from .options import PLAN, RUN, SERVE, SHARED, Option, add_options
 
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "target broke a promise), 2 INCONCLUSIVE (the harness could not decide: its generator "
                               "fell behind the curve, a check had no chance to fail, a stage raised), 4 usage error.")
     r.add_argument("case", nargs="?", default=next(iter(cases)), choices=list(cases))
-    add_options(r, RUN)
+    add_options(r, RUN, all_options())
 
     s = sub.add_parser("serve", help="serve a reference target or the provider simulator (127.0.0.1 by default)")
     what = s.add_subparsers(dest="case", required=True, metavar="{" + ",".join([*cases, "providers"]) + "}")
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="measure this machine's generator and print how many processes/machines the "
                                      "seed's full peak needs, with the commands to run it")
     pl.add_argument("case", nargs="?", default=next(iter(cases)), choices=list(cases))
-    add_options(pl, PLAN)
+    add_options(pl, PLAN, all_options())
     _add_models_parser(sub, cases)
     _add_driver_parser(sub, cases)
     return p
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
     """``peakproof driver new CASE`` and ``peakproof driver check CASE --driver X --target-url U``."""
-    from .options import option
+    from .cases import option
 
     d = sub.add_parser("driver", help="write a driver for your own API (new), and try it against your service "
                                       "(check) before a run (docs/drivers.md)")
@@ -135,7 +135,7 @@ def _driver_command(args: argparse.Namespace) -> int:
     case = get_case(args.case)
     if not args.target_url:
         raise UsageError("--target-url", "your service's base URL", None, "driver check calls it.")
-    spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), embedded=False).resolved(case)
+    spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None), embedded=False))
     return run_check(spec)
 
 
@@ -221,12 +221,12 @@ def run_spec(args: argparse.Namespace) -> Any:
         from .placement import on_loopback
 
         processes = auto_processes(usable_cores(), not args.target_url or on_loopback(args.target_url))
-    spec = RunSpec.from_options(case, lambda name: getattr(args, name, None), processes=processes,
+    spec = case.spec_from(lambda name: getattr(args, name, None), processes=processes,
                                 embedded=not args.target_url)
     from .driver import check_driver
 
     check_driver(spec)  # a driver that cannot be loaded is a usage error, said before any stage starts
-    return spec.resolved(case, calibrates=True)
+    return case.resolved(spec, calibrates=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ def free_port() -> int:
 
 def _flags() -> dict[str, str]:
     """Each serve option's flag by its name (one name from the spec to ``peakproof serve``)."""
-    from .options import all_options
+    from .cases import all_options
 
     return {o.name: o.cli_flag for o in all_options()}
 

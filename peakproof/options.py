@@ -144,11 +144,12 @@ def for_surface(options: Iterable[Option], surface: str) -> list[Option]:
     return list(seen.values())
 
 
-def add_options(parser: Any, surface: str, options: Iterable[Option] | None = None,
+def add_options(parser: Any, surface: str, options: Iterable[Option],
                 environ: dict[str, str] | None = None) -> list[Option]:
-    """Add the options of ``surface`` to an argparse parser or group, a Locust (configargparse)
-    group, or a pytest option group (``addoption``). Returns what was added."""
-    chosen = for_surface(all_options() if options is None else options, surface)
+    """Add ``options`` of ``surface`` to an argparse parser or group, a Locust (configargparse) group,
+    or a pytest option group (``addoption``). Returns what was added. Every option of every case:
+    :func:`peakproof.cases.all_options` (this module is below the registry and reads none)."""
+    chosen = for_surface(options, surface)
     add = getattr(parser, "addoption", None) or parser.add_argument
     for o in chosen:
         action = add(o.cli_flag, *o.aliases, **o.kwargs(environ))
@@ -156,23 +157,6 @@ def add_options(parser: Any, surface: str, options: Iterable[Option] | None = No
             action.include_in_web_ui = o.web_ui
             action.is_secret, action.is_required, action.is_multiple = o.secret, False, False
     return chosen
-
-
-def all_options() -> list[Option]:
-    """The shared options, then every registered case's own."""
-    from .cases import all_cases
-
-    out = list(SHARED)
-    for case in all_cases().values():
-        out += list(case.options)
-    return out
-
-
-def option(name: str) -> Option:
-    for o in all_options():
-        if o.name == name:
-            return o
-    raise KeyError(name)
 
 
 _TARGET_URL_HELP = ("the target's base URL (e.g. http://127.0.0.1:8000/tickets); every stage goes there and "

@@ -23,7 +23,8 @@ from typing import Any
 
 from .calibrate import CalibrationResult, climb
 from .placement import Placement, auto_processes, pin, place, usable_cores
-from .case import Case, get_case
+from .case import Case
+from .cases import get_case
 from .launch import ServedTarget
 
 
@@ -120,7 +121,7 @@ def plan_command(args: argparse.Namespace) -> int:
     if not case.calibration:
         print(f"peakproof plan: {case.name} has no calibration scenario", file=sys.stderr)
         return 2
-    spec = RunSpec.from_options(case, lambda name: getattr(args, name, None)).resolved(case)
+    spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None)))
     from .driver import check_driver
 
     check_driver(spec)

@@ -130,7 +130,7 @@ class Target:
         from .errors import UsageError
 
         try:
-            spec = spec.resolved(case)
+            spec = case.resolved(spec)
         except (ValueError, UsageError) as e:
             raise pytest.UsageError(str(e)) from None
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
@@ -149,7 +149,9 @@ def announce(config: pytest.Config, text: str) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser.getgroup("peakproof"), PYTEST)
+    from .cases import all_options
+
+    add_options(parser.getgroup("peakproof"), PYTEST, all_options())
 
 
 def spec_for(case: str, config: pytest.Config) -> RunSpec:
@@ -160,7 +162,7 @@ def spec_for(case: str, config: pytest.Config) -> RunSpec:
         if spec.case != case:
             pytest.skip(f"--spec {path} is a run of the {spec.case} case")
         return spec
-    return RunSpec.from_options(get_case(case), lambda name: getattr(config.option, name, None))
+    return get_case(case).spec_from(lambda name: getattr(config.option, name, None))
 
 
 def target_url(config: pytest.Config) -> str | None:

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, processes_for
 from .placement import Placement, on_loopback, pin, taskset, usable_cores
-from .case import Case, get_case
+from .case import Case
+from .cases import get_case
 from .checks import CheckResult
 from .errors import UsageError
 from .launch import ServedTarget

@@ -6,7 +6,8 @@ result (``--result result.json``) that the parent reads. Nothing re-parses anoth
 text, nothing finds a report by its name, and the verdict is judged once (by the stage that
 ran the checks) and read everywhere after. ``locust -f loadtests/`` and ``pytest
 properties/`` build the same spec from their own command lines, by the same options
-(:mod:`peakproof.options`) and the same resolution (:meth:`RunSpec.resolved`).
+(:mod:`peakproof.options`) and the same resolution (:meth:`peakproof.case.Case.resolved`). A spec
+names its case; it imports no case: the :class:`~peakproof.case.Case` reads specs, not the other way.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from .case import Case
 
 
 @dataclass(frozen=True)
@@ -75,44 +73,6 @@ class RunSpec:
     result: str | None = None  # where the stage writes its StageResult
     html: str | None = None  # Locust's own HTML report of a load stage (linked from ours)
     case_options: Mapping[str, Any] = field(default_factory=dict)  # the case's own options (Case.options)
-
-    # -- building ---------------------------------------------------------------------------------------------
-
-    @classmethod
-    def from_options(cls, case: "Case", get: Callable[[str], Any], **overrides: Any) -> "RunSpec":
-        """From parsed options: ``get(name)`` gives an option's value (None when absent there)."""
-        names = {f.name for f in fields(cls)} - {"case", "case_options", "embedded"}
-        values: dict[str, Any] = {}
-        for name in names:
-            v = get(name)
-            if v is not None:
-                values[name] = tuple(v) if name in ("slo", "without") else v
-        own = {o.name: get(o.name) for o in case.options}
-        spec = cls(case=case.name, case_options={k: v for k, v in own.items() if v is not None}, **values)
-        return replace(spec, **overrides) if overrides else spec
-
-    def resolved(self, case: "Case", *, calibrates: bool = False) -> "RunSpec":
-        """The case's defaults filled in, once: the time scale and duration, the case's own rules.
-        ``calibrates``: ``scale``/``time_scale`` "auto" stay for the calibration to fit (peakproof run);
-        elsewhere "auto" scale means the case's default scale."""
-        time_scale = self.time_scale
-        if time_scale is None:
-            time_scale = "auto" if calibrates and case.scale_axis == "time_scale" else case.default_time_scale
-        if time_scale == "auto" and case.scale_axis != "time_scale":
-            raise UsageError("--time-scale", "a number for this case (only a case whose rates grow with its time "
-                             "scale fits it to the machine)", "auto",
-                             f"Use --scale auto; {case.name}'s default time scale is {case.default_time_scale:g}.")
-        if time_scale == "auto" and not calibrates:
-            time_scale = case.default_time_scale
-        scale = self.scale
-        if scale == "auto" and (not calibrates or case.scale_axis == "time_scale"):
-            scale = case.default_scale
-        duration = self.duration if self.duration is not None else case.default_duration
-        from .capabilities import validate_waivers
-
-        without = validate_waivers(case.name, case.capabilities, self.without)
-        spec = replace(self, time_scale=time_scale, scale=scale, duration=duration, without=without)
-        return case.resolve(spec) if case.resolve else spec
 
     def with_options(self, **changes: Any) -> "RunSpec":
         return replace(self, **changes)

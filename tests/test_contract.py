@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from peakproof.case import get_case
+from peakproof.cases import get_case
 from peakproof.contract import (DEFAULT_ACCEPTED, ContractFinding, ContractResult, accepted_statuses,
                                 contract_stage, load_openapi, run_contract, without_security)
 from peakproof.errors import UsageError

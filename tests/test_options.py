@@ -15,7 +15,8 @@ import pytest
 from peakproof.cases import all_cases, get_case
 from peakproof.cli import build_parser, run_spec
 from peakproof.errors import UsageError
-from peakproof.options import LOCUST, PYTEST, RUN, add_options, all_options, for_surface
+from peakproof.cases import all_options
+from peakproof.options import LOCUST, PYTEST, RUN, add_options, for_surface
 from peakproof.spec import RunSpec, StageResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,11 +84,11 @@ def test_an_environment_variable_sets_the_default_and_a_bad_one_says_which() -> 
     import argparse
 
     p = argparse.ArgumentParser()
-    add_options(p, RUN, environ={"PEAKPROOF_SCALE": "0.25", "PEAKPROOF_SEED": "7"})
+    add_options(p, RUN, all_options(), environ={"PEAKPROOF_SCALE": "0.25", "PEAKPROOF_SEED": "7"})
     ns = p.parse_args([])
     assert ns.scale == 0.25 and ns.seed == 7
     with pytest.raises(UsageError) as e:
-        add_options(argparse.ArgumentParser(), RUN, environ={"PEAKPROOF_POOL_SIZE": "-3"})
+        add_options(argparse.ArgumentParser(), RUN, all_options(), environ={"PEAKPROOF_POOL_SIZE": "-3"})
     assert "PEAKPROOF_POOL_SIZE" in str(e.value) and "-3" in str(e.value)
 
 
@@ -105,7 +106,7 @@ def test_peakproof_run_parses_once_into_a_spec_with_the_case_s_defaults() -> Non
 
 def test_locust_alone_resolves_the_same_defaults_as_peakproof_run() -> None:
     for name, case in all_cases().items():
-        spec = RunSpec(case=name).resolved(case)
+        spec = case.resolved(RunSpec(case=name))
         assert spec.time_scale == case.default_time_scale, name
         assert spec.scale == case.default_scale, name  # no calibration there: the case's default scale
         assert spec.duration == case.default_duration, name

@@ -24,6 +24,7 @@ import pkgutil
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..options import SHARED, Option
 
 if TYPE_CHECKING:
     from ..case import Case
@@ -80,3 +81,18 @@ def get_case(name: str) -> "Case":
         raise UsageError("case", "one of " + ", ".join(cases), name,
                          "A case of your own: name its package in PEAKPROOF_CASES.")
     return cases[name]
+
+
+def all_options() -> list[Option]:
+    """The shared options, then every registered case's own."""
+    out = list(SHARED)
+    for case in all_cases().values():
+        out += list(case.options)
+    return out
+
+
+def option(name: str) -> Option:
+    for o in all_options():
+        if o.name == name:
+            return o
+    raise KeyError(name)

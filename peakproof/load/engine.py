@@ -101,7 +101,9 @@ def _options(parser: Any) -> None:
 
     parser.error = error
     group = parser.add_argument_group("peakproof", "open-model scenarios (peakproof)")
-    add_options(group, LOCUST)
+    from ..cases import all_options
+
+    add_options(group, LOCUST, all_options())
     for action in group._group_actions:  # the scenarios the locustfiles registered: the web UI's drop-down
         if action.dest == "scenario":
             action.choices = [""] + sorted(SCENARIOS)
@@ -118,17 +120,17 @@ def spec_from_options(opts: Any, host: str | None) -> RunSpec:
 
     cls = SCENARIOS[opts.scenario]
     case = get_case(cls.case)
-    spec = RunSpec.from_options(case, _typed(opts),
-                                # Locust's own --host first (what a Locust user gives), else --target-url
-                                target_url=host or getattr(opts, "target_url", None) or None,
-                                html=getattr(opts, "html_file", None))
-    return spec.resolved(case)
+    spec = case.spec_from(_typed(opts),
+                          # Locust's own --host first (what a Locust user gives), else --target-url
+                          target_url=host or getattr(opts, "target_url", None) or None,
+                          html=getattr(opts, "html_file", None))
+    return case.resolved(spec)
 
 
 def _typed(opts: Any) -> Any:
     """Option values by name, parsed by their option's own parser where they came as text (Locust's
     web UI form sets what the user typed, as typed); an empty field is no value."""
-    from ..options import all_options
+    from ..cases import all_options
 
     kinds = {o.name: o.kind for o in all_options()}
 
