@@ -32,9 +32,10 @@ from typing import Any
 
 from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
-from peakproof.cases.feed import CASE, FeedAnalysis, FeedWorkload, check_feed
+from peakproof.cases.feed import CASE, FeedAnalysis, FeedWorkload
 from peakproof.cases.feed.faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
-from peakproof.cases.feed.lag import POLLS_PER_WINDOW, lag_charts, percentile, visibility_lags
+from peakproof.cases.feed.lag import POLLS_PER_WINDOW
+from peakproof.cases.feed.report import FeedObserved, judge_feed
 from peakproof.checks import CheckResult
 from peakproof.errors import SetupFailed
 from peakproof.history import OK, History
@@ -70,6 +71,7 @@ class FeedPeak(Scenario):
     default_slos = ["first_page:p99<=200ms"]  # G1
     delete_share = DELETE_SHARE
     watch_windows = WATCH_WINDOWS
+    g2_judged = True  # G2 is judged (a fault meant to break it shows it instead)
 
     def __init__(self, spec: RunSpec) -> None:
         super().__init__(spec)
@@ -294,97 +296,19 @@ class FeedPeak(Scenario):
     def refollow(self, ctx: Context, a: Arrival) -> None:
         ctx.driver.follow(*a.data, process="churn-refollow", intended_time=ctx.intended(a.t))
 
-    # -- the verdict ---------------------------------------------------------------------------------------
+    # -- the verdict: the case's report module judges; the scenario says what it observed ---------------------
+
+    def observed(self) -> FeedObserved:
+        return FeedObserved(self.work, self.watch_windows, self.samples, self.above, len(self._graph()),
+                            getattr(self, "graph_seconds", 0.0), getattr(self, "preload_seconds", 0.0),
+                            max(100, round(self.work.population * PRELOAD_PER_USER)), g2_judged=self.g2_judged)
 
     def judge(self, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
-        w = self.work
-        analysis = FeedAnalysis(history, window=w.window)
-        checks = check_feed(analysis)
-        # the run's start: the first instant of the curve (setup ops have no intended time)
-        t0 = min((op.intended_time for op in history.ops if op.intended_time is not None), default=time.time())
-        lags = visibility_lags(history, analysis)
-        charts = [*lag_charts(lags, w.window, t0, self.watch_windows), *self.stats_charts(t0),
-                  self.read_latency_chart(history, t0)]
-        checks += self.fault_checks(history, analysis, lags, t0)
-        publishes = [op for op in history.ops if op.f == "publish"]
-        seen = [x["lag"] for x in lags if x["lag"] is not None]
-        details = {
-            "workload": w.describe(),
-            "graph": {"follow pairs": len(self._graph()),
-                      "built in (s)": round(getattr(self, "graph_seconds", 0.0), 2),
-                      "posts published before the peak": max(100, round(w.population * PRELOAD_PER_USER)),
-                      "preloaded in (s)": round(getattr(self, "preload_seconds", 0.0), 2),
-                      "users following no account above the threshold": sum(1 for x in self.above if x == 0)},
-            "operations": {f: sum(1 for op in history.ops if op.f == f) for f in
-                           ("read", "publish", "delete", "follow", "unfollow")},
-            "publishes refused (backpressure 429)": sum(1 for op in publishes if op.value == "backpressure"),
-            "publishes flagged degraded (over the window)": sum(
-                1 for op in publishes if op.type == OK and (op.value.get("fanout") or {}).get("within_window") is False),
-            "visibility": {"watched posts": len(lags), "seen": len(seen),
-                           "p50 lag (s)": percentile(seen, 0.5), "p99 lag (s)": percentile(seen, 0.99),
-                           "max lag (s)": max(seen, default=None), "window (s)": w.window},
-        }
-        if self.samples:
-            last = self.samples[-1][1]
-            fanned = max(1, last.get("fanned_posts", 0))
-            details["fan-out (reference target)"] = {
-                "posts": last.get("posts"), "fanned out": last.get("fanned_posts"),
-                "inbox writes": last.get("inbox_writes"),
-                "inbox writes per fanned-out post": round(last.get("inbox_writes", 0) / fanned, 2),
-                "inbox writes per post": round(last.get("inbox_writes", 0) / max(1, last.get("posts", 0)), 2),
-                "mean followers of this graph": round(w.model["fan_out_models"]["followers"]["mean"], 2),
-                "seed at full scale (per post, every post fanned out)": round(w.seed_mean_followers, 2),
-                "degraded reads": last.get("degraded_reads")}
-        return checks, charts, details
+        return judge_feed(history, self.observed(), self.fault_checks)
 
     def fault_checks(self, history: History, analysis: FeedAnalysis, lags: list[dict[str, Any]],
                      t0: float) -> list[CheckResult]:
         return []
-
-    def stats_charts(self, t0: float) -> list[Chart]:
-        samples = [(t, s) for t, s in self.samples if t >= t0]  # the run, not the setup's preload
-        if not samples:
-            return [Chart("Fan-out backlog over time", "inbox writes queued", {},
-                          note="The target has no /_stats (only the reference target reports its backlog).")]
-        backlog = [(t - t0, s["backlog"]) for t, s in samples]
-        age = [(t - t0, s["oldest_pending_age_s"] or 0.0) for t, s in samples]
-        per_post: list[tuple[float, float]] = []
-        for (ta, a), (tb, b) in zip(samples, samples[4::4]):
-            posts = b["posts"] - a["posts"]
-            if posts > 0:
-                per_post.append((tb - t0, (b["inbox_writes"] - a["inbox_writes"]) / posts))
-        return [Chart("Fan-out backlog over time (reference target's /_stats)", "inbox writes queued",
-                      {"backlog": backlog}),
-                Chart("Freshness: age of the oldest unfinished fan-out", "seconds",
-                      {"oldest pending post": age, "G2 window": [(backlog[0][0], self.work.window),
-                                                                  (backlog[-1][0], self.work.window)]},
-                      note="Above the window line a post has waited longer than G2 allows."),
-                Chart("Inbox writes per post (about 1 s windows)", "writes / post",
-                      {"inbox writes per post": per_post},
-                      note=f"Posts by accounts above the threshold ({self.work.threshold:,} followers) write no "
-                           f"inbox; the graph's mean follower count is "
-                           f"{self.work.model['hybrid']['mean_followers']:.2f}.")]
-
-    def read_latency_chart(self, history: History, t0: float) -> Chart:
-        """First-page latency for readers by how many above-threshold accounts they follow."""
-        index = {self.work.user(i): n for i, n in enumerate(self.above)}
-        groups: dict[str, dict[int, list[float]]] = {}
-        counts = sorted(n for n in self.above if n > 0)
-        cut = counts[len(counts) // 2] if counts else 0
-        for op in history.ops:
-            if op.f != "read" or op.type != OK or op.args.get("cursor") is not None:
-                continue
-            n = index.get(op.args["user_id"], 0)
-            label = ("follows none above the threshold" if n == 0 else
-                     f"follows 1-{cut} above" if n <= cut else f"follows more than {cut} above")
-            groups.setdefault(label, {}).setdefault(int(op.invoke_time - t0), []).append(op.latency_from_intended)
-        series = {}
-        for label, by_sec in groups.items():
-            series[f"p99 {label}"] = [(s, percentile(v, 0.99) or 0.0) for s, v in sorted(by_sec.items())]
-        none = sum(1 for n in self.above if n == 0)
-        return Chart("First-page read latency by above-threshold accounts followed (p99 per second)", "seconds",
-                     series, note=f"{none:,} of {len(self.above):,} users follow no account above the threshold; "
-                                  f"the median reader who does follows {cut}. Their posts are merged at read time.")
 
 
 @scenario
@@ -392,6 +316,7 @@ class FeedSlowConsumer(FeedPeak):
     name = "feed-slow-consumer"
     description = "Case F fault: the fan-out consumers at a share of the write work (the seed's 1,000 of 1,247.71)"
     delete_share = 0.0  # a delete drops its post's pending writes: the backlog arithmetic would not hold
+    g2_judged = False  # G2 is meant to break here: shown, not judged (peakproof.cases.feed.report)
     watch_windows = 30.0  # the drift grows past the window: keep watching (polls thin out)
 
     def configure_fault(self, d: Any) -> None:
@@ -415,32 +340,6 @@ class FeedSlowConsumer(FeedPeak):
             history, lags, self.samples, self._graph_index()[0], t0=t0, seconds=self.seconds, window=w.window,
             threshold=w.threshold, rate=self.slow["rate"], predicted=self.slow["g2_breached_after_s"],
             slowed=self.reference)]
-
-    def judge(self, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
-        checks, charts, details = super().judge(history)
-        breach = next((r for r in checks if r.name == "g2_breach_matches_backlog_arithmetic"), None)
-        fresh = next((c for c in charts if c.title.startswith("Freshness")), None)
-        if breach is not None and fresh is not None and fresh.series.get("oldest pending post"):
-            top = max(v for _, v in fresh.series["oldest pending post"]) or self.work.window
-            for label, key in (("breach: seed arithmetic", "predicted_s (seed arithmetic, this scale)"),
-                               ("breach: this run's posts", "predicted_s (same arithmetic on this run's posts)")):
-                x = breach.counts.get(key)
-                if x is not None and x != float("inf"):
-                    fresh.series[label] = [(x, 0.0), (x, top)]
-            fresh.note += (f" Vertical lines: when the seed's backlog arithmetic (window x rate / (work - rate)) says "
-                           f"G2 breaks; the first post whose fan-out outlasted the window was published at "
-                           f"{breach.counts.get('measured_s (publish time of the first fan-out to outlast the window)')} s "
-                           f"and the curve crosses the window line one window later.")
-        # G2 is expected to break here (the seed: "freshness drifts, not errors"): this scenario's
-        # promise is that the drift matches the arithmetic, judged above; G2 itself is shown, not judged
-        g2 = next((r for r in checks if r.name == "posts_visible_within_window"), None)
-        if g2 is not None:
-            checks = [r for r in checks if r is not g2]
-            details["G2 under this fault (expected to break; not part of the verdict)"] = {
-                "first pages due to show a post older than the window": g2.chances,
-                "first pages that lacked one": g2.counts.get("violations"),
-                "first": g2.first_violation or "none"}
-        return checks, charts, details
 
 
 @scenario

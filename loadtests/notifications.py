@@ -29,9 +29,9 @@ from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
 from peakproof.capabilities import CapabilityMissing
 from peakproof.checks import CheckResult
-from peakproof.cases.notifications import (CASE, NotificationsAnalysis, Providers, check_notifications, provider_record,
-                                           peak_minute, urgent_mean_latency)
+from peakproof.cases.notifications import CASE, NotificationsAnalysis, Providers, peak_minute, provider_record
 from peakproof.cases.notifications.case import rules_of
+from peakproof.cases.notifications.report import judge_notifications
 from peakproof.errors import SetupFailed, UsageError
 from peakproof.history import FAIL, OK, History
 from peakproof.load.engine import OpenModelUser, ScenarioShape
@@ -191,7 +191,6 @@ class NotificationsPeak(Scenario):
         self.providers(d.history).config()  # back to the seed's model
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        prefix = f"{self.run_id}-"
         d = self._driver(history)
         try:
             everything = provider_record(d, self.provider_url, history)  # may hold earlier runs too
@@ -199,52 +198,10 @@ class NotificationsPeak(Scenario):
             self.lacking.add("providers_record")
             return [CheckResult(name, "unknown", {}, note=str(e)) for name in CASE.capability("providers_record").checks
                     ], [], {}
-        calls = [c for c in everything if c["recipient_id"].startswith(prefix)]
-        a = NotificationsAnalysis(history, calls, channel_calls=everything, **self.rules.judging())
-        checks = check_notifications(history, calls, channel_calls=everything, rules=self.rules,
-                                     saturated=self.saturates)
-        exercised = {}
-        for name, what, count in self.exercises:
-            n = exercised[what] = count(a)
-            for r in checks:
-                if r.name == name and r.valid is True and n == 0:
-                    r.valid, r.note = "unknown", f"not exercised: this scenario must see {what}, and it saw none"
-        checks.append(urgent_mean_latency(a))
-        t0 = min((op.invoke_time for op in history.ops if op.f == "notify"), default=time.time())
-        per_channel: dict[str, dict[int, int]] = {}
-        outcomes: dict[str, dict[int, int]] = {}
-        for c in calls:
-            sec = int(c["at"] - t0)
-            if c["outcome"] in ("ok", "ack_lost"):
-                per_channel.setdefault(c["channel"], {})[sec] = per_channel.setdefault(c["channel"], {}).get(sec, 0) + 1
-            key = f"{c['channel']} {c['outcome']}"
-            outcomes.setdefault(key, {})[sec] = outcomes.setdefault(key, {}).get(sec, 0) + 1
-        lat: dict[str, dict[int, list[float]]] = {"urgent": {}, "reminder": {}}
-        for key, op in a.accepted.items():
-            if a.delivered.get(key):
-                first = min(d["at"] for d in a.delivered[key])
-                lat[op.args["priority"]].setdefault(int(op.invoke_time - t0), []).append(first - op.invoke_time)
-        charts = [Chart("Deliveries per channel over time (the providers' record)", "deliveries / s",
-                        {ch: sorted(v.items()) for ch, v in per_channel.items()}),
-                  Chart("Provider call outcomes over time", "calls / s", {k: sorted(v.items()) for k, v in outcomes.items()}),
-                  Chart("Mean delivery latency by acceptance second: urgent vs reminder", "seconds",
-                        {p: [(s, sum(v) / len(v)) for s, v in sorted(d.items())] for p, d in lat.items()})]
-        b = d.breakers() if self.has(d, "stats") else None
-        try:
-            state = {"closed": 0, "half-open": 1, "open": 2}
-            charts.append(Chart("Breaker state over time (reference target: 0 closed, 1 half-open, 2 open)", "state",
-                                {ch: [(t - t0, state[s]) for t, s in b[ch]["transitions"] if t >= t0]
-                                 for ch in ("push", "sms", "email") if ch in b},
-                                note="Transitions reported by the reference target's /_breakers (not in the contract)."))
-        except (TypeError, ValueError, KeyError):
-            pass  # a target without /_breakers (or another shape): no chart
-        by_channel = {ch: sum(1 for c in calls if c["channel"] == ch) for ch in ("push", "sms", "email")}
-        details = {"provider calls": {"total": len(calls), "per notification": round(len(calls) / max(1, len(a.accepted)), 3),
-                                      **by_channel},
-                   "notifications": {"accepted": len(a.accepted), "unfinished when judged": getattr(self, "unfinished", 0)},
-                   "exercised (what the scenario must put to the test)": exercised or "nothing beyond the checks' chances",
-                   **({"delivery capacity measured first": self.capacity} if getattr(self, "capacity", None) else {})}
-        return checks, charts, details
+        calls = [c for c in everything if c["recipient_id"].startswith(f"{self.run_id}-")]
+        return judge_notifications(history, calls, everything, rules=self.rules, saturated=self.saturates,
+                                   exercises=self.exercises, breakers=d.breakers() if self.has(d, "stats") else None,
+                                   unfinished=getattr(self, "unfinished", 0), capacity=getattr(self, "capacity", None))
 
     # -- every dispatching process -------------------------------------------------------------
 

@@ -9,7 +9,9 @@ normal entry points, each in a child process from the repository root:
 3. ``peakproof run counter --scale 1 --duration 2`` runs properties and the load scenario
    ``counter-peak`` against it and says PASS;
 4. the registry holds ``counter`` with the variable and not without it, and no shared file
-   names the case's package.
+   names the case's package;
+5. its checks register themselves (``COUNTER``, as the built-in cases' do) and its load report
+   is a pure function of a history, which its locustfile only calls.
 
 Nothing here asserts on timing: the load is 200 increments/s, for any machine.
 """
@@ -155,6 +157,43 @@ def test_only_the_environment_registers_the_case() -> None:
                                                                     else sorted((ROOT / name).rglob("*.py")))
               if "counter_case" in p.read_text(encoding="utf-8", errors="replace")]
     assert naming == [], f"shared files name the counter case: {naming}"
+
+
+PURE_REPORT = """
+import json
+from counter_case import COUNTER, COUNTER_CHECKS
+from counter_case.report import judge_counter
+from peakproof.history import HandHistory
+
+h = HandHistory()
+h.at(0.0).ok("read", {}, {"value": 0})
+h.at(1.0).ok("increment", {"by": 2}, {"value": 2})
+h.at(2.0).ok("increment", {"by": 3}, {"value": 4})  # 2 + 3 is 5: one unit lost
+h.at(3.0).ok("read", {}, {"value": 4})
+checks, charts, details = judge_counter(h.history)
+print(json.dumps({"registered": COUNTER.names(), "listed": [c.__name__ for c in COUNTER_CHECKS],
+                  "valid": {r.name: r.valid for r in checks}, "charts": [c.title for c in charts],
+                  "details": sorted(details)}))
+"""
+
+
+def test_its_checks_are_registered_and_its_report_is_a_pure_function_of_the_history() -> None:
+    import ast
+
+    proc = run(["-c", PURE_REPORT], timeout=60)
+    assert proc.returncode == 0, shown(proc)
+    got = json.loads(proc.stdout)
+    assert got["registered"] == got["listed"] == ["counter_never_goes_back", "every_increment_counted"]
+    # judged from the history alone (no target, no socket): the lost unit is found
+    assert got["valid"] == {"counter_never_goes_back": True, "every_increment_counted": False}, got
+    assert got["charts"] == ["The value each ok increment left"] and got["details"] == ["counter"], got
+    # the report imports no I/O, and the locustfile judges only through it
+    report = ast.parse((HERE / "counter_case" / "report.py").read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(report) if isinstance(n, ast.ImportFrom)}
+    assert imported <= {"__future__", "typing", "peakproof.checks", "peakproof.history", "peakproof.report",
+                        "checks"}, imported
+    load = (HERE / "counter_load.py").read_text(encoding="utf-8")
+    assert "return judge_counter(history)" in load and "check_counter" not in load
 
 
 @pytest.mark.timeout(1000)

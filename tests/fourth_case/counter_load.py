@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from counter_case import CASE, HttpCounter, check_counter
+from counter_case import CASE, HttpCounter
+from counter_case.report import judge_counter
 
 from peakproof.arrivals import arrival_times, constant
 from peakproof.errors import SetupFailed
@@ -67,13 +68,7 @@ class CounterPeak(Scenario):
         self._driver(history).read(process="final")
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        checks = check_counter(history)
-        incs = [op for op in history.ops if op.f == "increment" and op.type == OK and op.intended_time is not None]
-        t0 = min((op.intended_time for op in incs), default=0.0)
-        chart = Chart("The value each ok increment left", "counter value",
-                      {"value": [(op.intended_time - t0, op.value["value"]) for op in incs]})
-        details = {"counter": {**checks[1].counts, "ops": history.counts()}}
-        return checks, [chart], details
+        return judge_counter(history)
 
     # -- every dispatching process -------------------------------------------------------------------
 

@@ -14,15 +14,20 @@ An *observation* is an ok ``read`` or an ok ``increment`` (it answers the value 
 
 The baseline is the last ok read completed before the first increment was invoked, or
 ``initial`` (an in-process core starts at 0); with neither, the promise is "unknown".
+
+Each check is a function of one :class:`CounterHistory` and registers itself on :data:`COUNTER`
+(:class:`peakproof.checks.CheckRegistry`), as the built-in cases' checks do: the case's list of
+checks is what registered, in the order written.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Callable
+from typing import Any
 
-from peakproof.checks import CheckResult, Violations
+from peakproof.checks import CheckRegistry, CheckResult, Violations
 from peakproof.history import FAIL, INFO, OK, History, Op
 
 OBSERVING = ("read", "increment")
@@ -42,9 +47,21 @@ def observations(history: History) -> list[Op]:
     return [op for op in history.ops if op.type == OK and op.f in OBSERVING and _value(op) is not None]
 
 
-def counter_never_goes_back(history: History) -> CheckResult:
+@dataclass(frozen=True)
+class CounterHistory:
+    """What the counter's checks judge: the history, and the counter's initial value when known."""
+
+    history: History
+    initial: int | None = None
+
+
+COUNTER: CheckRegistry[CounterHistory] = CheckRegistry("counter")
+
+
+@COUNTER.register
+def counter_never_goes_back(a: CounterHistory) -> CheckResult:
     """Reads are monotonic: nothing observed after an observation completed is smaller than it."""
-    obs = observations(history)
+    obs = observations(a.history)
     by_complete = sorted(obs, key=lambda o: o.complete_seq)
     v = Violations()
     chances, j, best = 0, 0, None
@@ -63,8 +80,10 @@ def counter_never_goes_back(history: History) -> CheckResult:
                     chance_kind="observations after an earlier one completed")
 
 
-def every_increment_counted(history: History, initial: int | None = None) -> CheckResult:
+@COUNTER.register
+def every_increment_counted(a: CounterHistory) -> CheckResult:
     """Every ok increment is in every later observation; nothing is counted that nobody asked for."""
+    history, initial = a.history, a.initial
     name = "every_increment_counted"
     incs = [op for op in history.ops if op.f == "increment"]
     counted = sorted((op for op in incs if op.type == OK), key=lambda o: o.complete_seq)
@@ -109,9 +128,9 @@ def every_increment_counted(history: History, initial: int | None = None) -> Che
     return v.result(name, counts, chances=chances, chance_kind="observations that must include an ok increment")
 
 
-COUNTER_CHECKS: tuple[Callable[..., CheckResult], ...] = (counter_never_goes_back, every_increment_counted)
+COUNTER_CHECKS = tuple(COUNTER)
 
 
 def check_counter(history: History, initial: int | None = None) -> list[CheckResult]:
     """Every promise of the counter over one history."""
-    return [counter_never_goes_back(history), every_increment_counted(history, initial)]
+    return COUNTER.run(CounterHistory(history, initial))
