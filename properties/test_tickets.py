@@ -75,9 +75,10 @@ def shared_target(target: Target) -> Callable[[History], Any]:
         return lambda history: target.new_driver(history)
     import time
 
-    from targets.tickets import InMemoryStore, TicketsCore
+    from targets.tickets import InMemoryStore
+    from targets.tickets.realtime import realtime_core
 
-    core = TicketsCore(InMemoryStore(), time.time, policy=target.policy or "pessimistic")  # type: ignore[arg-type]
+    core = realtime_core(InMemoryStore(), time.time, policy=target.policy or "pessimistic")
     return lambda history: target.new_driver(history, core=core)
 
 

@@ -1,16 +1,21 @@
 """The tickets reference core: a quota, holds, sales, expiry and cancellation.
 
-Sans-I/O where it decides: the core starts no threads, is told the time of day through
-an injected ``clock`` callable and persists through a ``store`` object
+Sans-I/O: the core starts no threads, never sleeps and never blocks; it is told the time
+of day through an injected ``clock`` callable and persists through a ``store`` object
 (:mod:`targets.tickets.store`). Every mutation of the quota row is written as a generator
 of *steps* (a :class:`Wait` when the lock is busy, :data:`READ` between reading the row
-and writing it back), so the same code runs
+and writing it back, a :class:`Stall` when an injected fault holds the holder), and an
+injected *runner* drives them:
 
-* to completion in real time (:meth:`TicketsCore.run`, the threaded adapter's runner: the
-  one place that reads a clock of its own, ``time.monotonic``, to bound how long a blocked
-  lock is waited on; the decisions still use only the injected clock),
+* :func:`run_at_once` (the default): in virtual time nobody releases a lock while a caller
+  waits, so a busy lock is :class:`Busy` at once and a stall takes no time;
+* :class:`targets.tickets.realtime.RealTimeRunner` (the served target's): waits for a busy
+  lock and sleeps through a stall, in real time, with a bound;
 * step by step under a chosen schedule (the harness's ``peakproof.interleave.Scheduler``),
   which is how a property test explores interleavings of concurrent buyers.
+
+The two mutexes (the lock's test-and-set, the sold-out hint) keep it correct when an
+adapter calls it from several threads; neither is ever held while waiting.
 
 Locking policies (the seed's three disciplines, ``bilet/cekisme.mjs``):
 
@@ -26,7 +31,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Callable, Generator, Literal, Protocol
@@ -134,7 +138,7 @@ class Wait:
 class Stall:
     """Step: the holder stalls for ``seconds`` between its read and its write (an injected fault).
 
-    The threaded runner sleeps; a scheduler in virtual time advances its clock instead."""
+    The real-time runner sleeps; a scheduler in virtual time advances its clock instead."""
 
     __slots__ = ("seconds",)
 
@@ -146,19 +150,21 @@ class LeaseLock:
     """The quota row's lock, held as a lease with a fencing token.
 
     ``try_acquire`` is the only atomic primitive (a test-and-set, like a row lock in a
-    database); a holder past its lease loses the lock to the next taker.
+    database); a holder past its lease loses the lock to the next taker. Nothing here waits:
+    ``on_release`` tells a real-time runner that a waiter may try again.
     """
 
-    def __init__(self, lease_seconds: float) -> None:
+    def __init__(self, lease_seconds: float, on_release: Callable[[], None] | None = None) -> None:
         self.lease_seconds = lease_seconds
-        self._cond = threading.Condition(threading.Lock())
+        self.on_release = on_release
+        self._mutex = threading.Lock()
         self._holder: object | None = None
         self._until = 0.0
         self.acquisitions = 0
         self.steals = 0  # acquisitions that took over an expired lease
 
     def try_acquire(self, owner: object, now: float) -> bool:
-        with self._cond:
+        with self._mutex:
             if self._holder is not None and self._holder is not owner and now < self._until:
                 return False
             if self._holder is not None and self._holder is not owner:
@@ -168,16 +174,12 @@ class LeaseLock:
             return True
 
     def release(self, owner: object) -> None:
-        with self._cond:
-            if self._holder is owner:
-                self._holder = None
-                self._cond.notify()
-
-    def wait(self, timeout: float) -> None:
-        """Real-time adapters block here between attempts; virtual time never does."""
-        with self._cond:
-            if self._holder is not None:
-                self._cond.wait(timeout)
+        with self._mutex:
+            if self._holder is not owner:
+                return
+            self._holder = None
+        if self.on_release is not None:
+            self.on_release()
 
     @property
     def held_by(self) -> object | None:
@@ -205,6 +207,22 @@ class Stats:
 
 
 Steps = Generator["str | Wait | Stall", None, object]
+Runner = Callable[[Steps], object]
+
+
+def run_at_once(steps: Steps) -> object:
+    """Run a step generator to completion without waiting (virtual time, one caller): a busy lock
+    is refused with Busy at once (nobody can release it while this caller waits), and an injected
+    stall takes no time (the injected clock is the caller's to advance)."""
+    try:
+        step = next(steps)
+        while True:
+            if isinstance(step, Wait):
+                steps.close()
+                raise Busy("the quota lock is held by another request; try again")
+            step = steps.send(None)
+    except StopIteration as stop:
+        return stop.value
 
 
 class TicketsCore:
@@ -218,9 +236,10 @@ class TicketsCore:
         policy: Policy = "pessimistic",
         retry_budget: int = DEFAULT_RETRY_BUDGET,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        lock_wait_seconds: float = 5.0,
         max_per_request: int = DEFAULT_MAX_PER_REQUEST,
         id_factory: Callable[[], str] | None = None,
+        runner: Runner = run_at_once,
+        on_release: Callable[[], None] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {policy!r}")
@@ -229,7 +248,8 @@ class TicketsCore:
         self.policy = policy
         self.retry_budget = retry_budget
         self.lease_seconds = lease_seconds
-        self.lock_wait_seconds = lock_wait_seconds
+        self.run = runner  # drives every mutation's steps (the default never waits: see the module's notes)
+        self.on_release = on_release  # told when a quota lock is released (a real-time runner's waiters)
         self.max_per_request = max_per_request
         self.stats = Stats()
         self._hint_mutex = threading.Lock()
@@ -247,7 +267,7 @@ class TicketsCore:
     # -- quotas ---------------------------------------------------------------------------
 
     def _state_for(self, row: QuotaRow) -> _QuotaState:
-        return _QuotaState(LeaseLock(self.lease_seconds), row.capacity, row.hold_seconds,
+        return _QuotaState(LeaseLock(self.lease_seconds, self.on_release), row.capacity, row.hold_seconds,
                            row.available, row.version)
 
     def put_quota(self, quota_id: str, capacity: int, hold_seconds: float = DEFAULT_HOLD_SECONDS) -> QuotaRow:
@@ -619,29 +639,6 @@ class TicketsCore:
         with self._hint_mutex:
             if row.version > qs.hint_version or self.policy == "none":
                 qs.available_hint, qs.hint_version = row.available, row.version
-
-    def run(self, steps: Steps) -> object:
-        """Run a step generator to completion in real time (the threaded adapter's runner).
-
-        A busy lock is waited on for real, up to ``lock_wait_seconds`` of monotonic time;
-        then the request is refused with Busy and nothing has changed.
-        """
-        deadline = None
-        try:
-            step = next(steps)
-            while True:
-                if isinstance(step, Wait):
-                    now = time.monotonic()
-                    deadline = deadline or now + self.lock_wait_seconds
-                    if now >= deadline:
-                        steps.close()
-                        raise Busy(f"waited {self.lock_wait_seconds:.2f} s for the quota lock; try again")
-                    step.lock.wait(min(0.05, self.lease_seconds, deadline - now))
-                elif isinstance(step, Stall):
-                    time.sleep(step.seconds)
-                step = steps.send(None)
-        except StopIteration as stop:
-            return stop.value
 
 
 def _due(qs: _QuotaState, now: float) -> bool:

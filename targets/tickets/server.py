@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .app import Supervisor, TicketsApp
 from .core import Policy, TicketsCore
+from .realtime import realtime_core
 from .store import SqliteStore
 
 
@@ -14,8 +15,8 @@ def build_app(db: str | Path, *, policy: Policy = "pessimistic", admin_token: st
               hold_seconds: float = 120.0, lease_seconds: float = 2.0, threads: int = 32,
               durability: str = "normal") -> tuple[TicketsApp, Supervisor]:
     def open_core() -> TicketsCore:
-        return TicketsCore(SqliteStore(db, durability=durability), time.time, policy=policy,
-                           lease_seconds=lease_seconds)
+        return realtime_core(SqliteStore(db, durability=durability), time.time, policy=policy,
+                             lease_seconds=lease_seconds)
 
     app = TicketsApp(open_core(), admin_token=admin_token, threads=threads, default_hold_seconds=hold_seconds,
                      reopen=open_core)
