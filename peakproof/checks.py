@@ -230,25 +230,47 @@ class CheckRegistry(Generic[A]):
         return [check(analysis) for check in self]
 
 
-# check name -> the most chances one judgement gave it in this process (the properties' summary
-# reads it: a check that never had a chance across a whole property run was not exercised)
-EXERCISED: dict[str, int] = {}
+@dataclass
+class ChanceTally:
+    """The most chances each check had in one judgement, over a session (a pytest session keeps its
+    own, on its plugin object): ``exercised`` for every judgement, ``in_properties`` for those made
+    while a test in ``properties/`` ran. A check judged there with no chance over the whole session
+    was not tested, and the property run says so with its own exit code."""
+
+    exercised: dict[str, int] = field(default_factory=dict)
+    in_properties: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (most, what a chance is)
+    in_property: bool = False  # set while a property test runs
+
+    def record(self, results: Iterable["CheckResult"]) -> None:
+        for r in results:
+            if r.chances is None:
+                continue
+            self.exercised[r.name] = max(self.exercised.get(r.name, 0), r.chances)
+            if self.in_property:
+                seen = self.in_properties.get(r.name, (0, r.chance_kind))[0]
+                self.in_properties[r.name] = (max(seen, r.chances), r.chance_kind)
 
 
-# The same for judgements made while a test in properties/ runs (the pytest plugin sets
-# IN_PROPERTY): name -> (most chances, what a chance is). A check judged there with no chance over
-# the whole session was not tested, and the property run says so with its own exit code.
-PROPERTY_CHANCES: dict[str, tuple[int, str]] = {}
-IN_PROPERTY = [False]
+# Where judgements are tallied: the process's own at the bottom; a pytest session pushes its plugin's
+# tally when it starts and pops it when it ends (a pytester session inside another keeps its own).
+_TALLIES: list[ChanceTally] = [ChanceTally()]
+
+
+def current_tally() -> ChanceTally:
+    return _TALLIES[-1]
+
+
+def push_tally(tally: ChanceTally) -> None:
+    _TALLIES.append(tally)
+
+
+def pop_tally(tally: ChanceTally) -> None:
+    if tally in _TALLIES[1:]:
+        _TALLIES.remove(tally)
 
 
 def record_chances(results: Iterable[CheckResult]) -> None:
-    for r in results:
-        if r.chances is not None:
-            EXERCISED[r.name] = max(EXERCISED.get(r.name, 0), r.chances)
-            if IN_PROPERTY[0]:
-                seen = PROPERTY_CHANCES.get(r.name, (0, r.chance_kind))[0]
-                PROPERTY_CHANCES[r.name] = (max(seen, r.chances), r.chance_kind)
+    current_tally().record(results)
 
 
 def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Iterable[str] = ()) -> None:

@@ -1,7 +1,10 @@
 """The pytest side of peakproof: its options, the fixtures that hand a property its target
 (one mechanism for every registered case), and the properties' result.
 
-Loaded by the project's ``conftest.py`` (``pytest_plugins``). The options are
+Loaded by the project's ``conftest.py`` (``pytest_plugins``). What a session learns (chances,
+capabilities missing or waived, the rules stated, the contract's results, what was undecided) is
+kept on one :class:`PropertiesSession`, a plugin object in ``config.stash`` (:func:`session_of`),
+never in module globals: a pytester session inside another keeps its own. The options are
 :mod:`peakproof.options`' ``pytest`` surface; ``--spec FILE`` (what ``peakproof run``
 passes) reads them all from a run spec instead. A fixture ``<case>_target`` exists for each
 case of the registry. At the end the plugin writes the properties' :class:`StageResult`
@@ -20,8 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .cases import all_cases, get_case
-from . import checks as _checks
-from .checks import EXERCISED, PROPERTY_CHANCES
+from .checks import ChanceTally, pop_tally, push_tally
 from .driver import build_driver
 from .history import History
 from .launch import ServedTarget
@@ -47,6 +49,8 @@ class Target:
     rules: Any = None  # what the target states it does (the case's Case.rules), which the checks judge by
     in_process_options: dict[str, Any] = field(default_factory=dict)  # e.g. core_factory: a broken core
     spec: RunSpec | None = None  # the run's spec: the driver, its timeout, --without, the case's own options
+    # where what the properties could not decide is recorded (the pytest session's); None: nowhere
+    session: "PropertiesSession | None" = field(default=None, repr=False, compare=False)
 
     @property
     def in_process(self) -> bool:
@@ -91,10 +95,10 @@ class Target:
 
         cap = get_case(self.case).capability(capability)
         if capability in self.without:
-            WAIVED.add(capability)
+            self._session.waived.add(capability)
             pytest.skip(f"waived: --without {capability} (the target has no {cap.what})")
         if not self.offers(driver, capability) or (op is not None and no_route(op)):
-            LACKING.add(capability)
+            self._session.lacking.add(capability)
             pytest.skip(cap.sentence(f"the driver {self.driver_spec or 'of the contract'}"))
 
     def off_contract(self, op: Any, what: str = "") -> None:
@@ -104,21 +108,25 @@ class Target:
 
         if op is not None and no_route(op):
             message = str(OffContract(self.case, what or op.f, op.value, self.driver_spec))
-            OFF_CONTRACT.append(message)
+            self._session.off_contract.append(message)
             pytest.skip(message)
+
+    @property
+    def _session(self) -> "PropertiesSession":
+        return self.session if self.session is not None else PropertiesSession()  # nobody reads a private one
 
     def describe(self) -> str:
         return self.url or f"in-process reference target{f' (policy {self.policy})' if self.policy else ''}"
 
     @classmethod
-    def from_spec(cls, spec: RunSpec) -> "Target":
+    def from_spec(cls, spec: RunSpec, session: "PropertiesSession | None" = None) -> "Target":
         case = get_case(spec.case)
         try:
             rules = case.rules(spec) if case.rules else None
         except ValueError as e:
             raise pytest.UsageError(str(e)) from None
-        if spec.target_url and rules is not None:  # the rules a verdict over a URL holds under
-            RULES[case.name] = dict(rules.describe())
+        if spec.target_url and rules is not None and session is not None:  # the rules a URL verdict holds under
+            session.rules[case.name] = dict(rules.describe())
         if spec.driver and spec.target_url:
             from .driver import driver_class
             from .errors import UsageError
@@ -134,7 +142,7 @@ class Target:
         except (ValueError, UsageError) as e:
             raise pytest.UsageError(str(e)) from None
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
-                   rules, spec=spec)
+                   rules, spec=spec, session=session)
 
 
 def announce(config: pytest.Config, text: str) -> None:
@@ -180,7 +188,7 @@ def target_from_options(case: str, config: pytest.Config) -> Target:
         if other:
             pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
                         f"{get_case(case).path} (or one with no case path)")
-    return Target.from_spec(spec)
+    return Target.from_spec(spec, session_of(config))
 
 
 def _target_fixture(case: str) -> Callable[..., Target]:
@@ -230,19 +238,6 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
         t.__exit__(None, None, None)
 
 
-# What the properties could not decide for want of a capability, or waived (--without), or found
-# off-contract: the properties' result reads them (a skip for a missing capability is not a pass).
-LACKING: set[str] = set()
-RULES: dict[str, dict[str, Any]] = {}  # case -> the rules its checks judged by, as stated (over a URL)
-WAIVED: set[str] = set()
-OFF_CONTRACT: list[str] = []
-
-
-# The contract stage's results this session (properties/test_<case>.py's contract tests), and what it
-# could not decide: those make the session exit NOT_EXERCISED_EXIT, like a check with no chance.
-CONTRACTS: list[Any] = []
-
-
 def contract_for(case: str, config: pytest.Config, work: Path) -> Any:
     """Run the case's contract stage (Schemathesis) against this session's target; record the result.
     Test cases an operation for fuzzing and the stateful chains: 40 (the issue's own ``st run
@@ -256,7 +251,7 @@ def contract_for(case: str, config: pytest.Config, work: Path) -> Any:
     seed = 20261202 if current.derandomize else None
     examples = 200 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 40
     result = contract_stage(get_case(case), spec_for(case, config), work, max_examples=examples, seed=seed)
-    CONTRACTS.append(result)
+    session_of(config).contracts.append(result)
     return result
 
 
@@ -269,63 +264,11 @@ def assert_contract_kept(result: Any) -> None:
         pytest.skip(result.headline())
 
 
-class _Outcomes:
-    """What the session's tests came to: counted from pytest's reports, not from its output."""
-
-    def __init__(self) -> None:
-        self.counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
-        self.first_failure = ""
-
-
-_OUTCOMES = _Outcomes()
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    c = _OUTCOMES.counts
-    if report.when == "call" or (report.when != "call" and report.outcome != "passed"):
-        key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
-                                                            "failed" if report.when == "call" else "errors")
-        c[key] += 1
-        if key in ("failed", "errors") and not _OUTCOMES.first_failure:
-            reason = getattr(report, "peakproof_reason", None)
-            if reason is None:  # a report this plugin did not classify: pytest's own lines, whole
-                text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
-                lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
-                reason = f"{report.nodeid}: {lines[0] if lines else text.strip()}"
-            _OUTCOMES.first_failure = reason
-
-
-# What the properties could not decide although they ran: a flaky replay with no violation kept, the
-# harness's own time limit, a crash of the harness. Each makes the session exit NOT_EXERCISED_EXIT (the
-# properties' result INCONCLUSIVE naming it), never FAIL: none of them is the target's.
-UNDECIDED: list[str] = []
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """A property's failure, read once: a broken promise stays failed (its reason whole); what was
-    not the target's (the harness's limit, a flaky replay, a crash of the harness) becomes an
-    INCONCLUSIVE skip with its reason, and the session exits NOT_EXERCISED_EXIT."""
-    outcome = yield
-    report = outcome.get_result()
-    if call.excinfo is None or report.outcome != "failed" or Path(str(item.path)).parent.name != "properties":
-        return
-    from .realtime import failure_kind
-
-    kind, reason = failure_kind(call.excinfo.value)
-    report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
-    if kind == "violation":
-        return
-    UNDECIDED.append(f"{item.nodeid}: {reason}")
-    if kind == "harness":
-        report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
-    report.outcome = "skipped"
-    report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
-
-
 def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
                       chances: dict[str, int], lacking: dict[str, str] | None = None,
                       waived: list[str] | None = None, off_contract: list[str] | None = None,
-                      not_exercised: list[str] | None = None, undecided: list[str] | None = None) -> StageResult:
+                      not_exercised: list[str] | None = None, undecided: list[str] | None = None,
+                      rules: dict[str, dict[str, Any]] | None = None) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
     PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
     ran, a capability the properties needed was missing, the target spoke another API, or pytest
@@ -333,8 +276,8 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
     detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
     data = {"counts": counts, "chances": chances, "exitstatus": exitstatus, "lacking": sorted(lacking or {}),
             "waived": list(waived or [])}
-    if RULES:
-        data["rules"] = dict(RULES)
+    if rules:
+        data["rules"] = dict(rules)
     if counts["failed"]:
         return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
     if off_contract or lacking or not_exercised or undecided:
@@ -353,118 +296,190 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
 NOT_EXERCISED_EXIT = 6  # pytest's own codes are 0-5: "every test passed, but a check never had a chance"
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    # judgements made by the tests in properties/ count for "did the property run test it"
-    _checks.IN_PROPERTY[0] = Path(str(item.path)).parent.name == "properties"
-    try:
-        yield
-    finally:
-        _checks.IN_PROPERTY[0] = False
+def pytest_report_header(config: pytest.Config) -> str:
+    url = target_url(config)
+    where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
+    return f"peakproof: target {where}; hypothesis profile {os.environ.get('HYPOTHESIS_PROFILE', 'dev')}"
 
 
-# Why a check cannot get a chance in this session, when a property knows it (the stated slack is wider than
-# the waits a step makes, ...): the not-exercised line says this instead of "a longer run may give it one".
-UNREACHABLE: dict[str, str] = {}
+@dataclass(eq=False)  # a plugin object: pytest hashes it
+class PropertiesSession:
+    """What one pytest session of properties learned, and its hooks: registered as a plugin and kept in
+    ``config.stash`` (:func:`session_of`) by :func:`pytest_configure`.
+
+    * what the properties could not decide for want of a capability (``lacking``), waived with
+      ``--without`` (``waived``) or found off-contract: the result reads them (a skip for a missing
+      capability is not a pass);
+    * the rules its checks judged by, as stated over a URL (``rules``: case -> rule -> value);
+    * the contract stage's results (``contracts``);
+    * what ran but decided nothing (``undecided``: a flaky replay with no violation kept, the harness's
+      own time limit, a crash of the harness): the session exits NOT_EXERCISED_EXIT, never FAIL;
+    * why a check cannot get a chance in this session, when a property knows it (``unreachable``);
+    * the chances each check had (``chances``), and the outcomes counted from pytest's own reports.
+    """
+
+    chances: ChanceTally = field(default_factory=ChanceTally)
+    lacking: set[str] = field(default_factory=set)
+    waived: set[str] = field(default_factory=set)
+    off_contract: list[str] = field(default_factory=list)
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    contracts: list[Any] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    unreachable: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
+    first_failure: str = ""
+
+    # -- pytest's hooks ---------------------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when != "call" and report.outcome != "passed"):
+            key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
+                                                                "failed" if report.when == "call" else "errors")
+            self.counts[key] += 1
+            if key in ("failed", "errors") and not self.first_failure:
+                reason = getattr(report, "peakproof_reason", None)
+                if reason is None:  # a report this plugin did not classify: pytest's own lines, whole
+                    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
+                    lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
+                    reason = f"{report.nodeid}: {lines[0] if lines else text.strip()}"
+                self.first_failure = reason
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+        """A property's failure, read once: a broken promise stays failed (its reason whole); what was
+        not the target's (the harness's limit, a flaky replay, a crash of the harness) becomes an
+        INCONCLUSIVE skip with its reason, and the session exits NOT_EXERCISED_EXIT."""
+        outcome = yield
+        report = outcome.get_result()
+        if call.excinfo is None or report.outcome != "failed" or Path(str(item.path)).parent.name != "properties":
+            return
+        from .realtime import failure_kind
+
+        kind, reason = failure_kind(call.excinfo.value)
+        report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
+        if kind == "violation":
+            return
+        self.undecided.append(f"{item.nodeid}: {reason}")
+        if kind == "harness":
+            report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        # judgements made by the tests in properties/ count for "did the property run test it"
+        self.chances.in_property = Path(str(item.path)).parent.name == "properties"
+        try:
+            yield
+        finally:
+            self.chances.in_property = False
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        config = session.config
+        untested = self.not_exercised(config) + self.contract_undecided()
+        if (untested or self.undecided) and int(exitstatus) == 0:
+            session.exitstatus = NOT_EXERCISED_EXIT
+        out = config.getoption("--result", None)
+        if not out and config.getoption("--spec", None):
+            out = RunSpec.load(config.getoption("--spec")).result
+        if out:
+            result = properties_result(int(exitstatus), dict(self.counts), self.first_failure,
+                                       dict(self.chances.exercised), self.lacking_sentences(), sorted(self.waived),
+                                       self.off_contract, untested, list(self.undecided), self.rules)
+            result.data["contract"] = [r.to_json() for r in self.contracts]  # peakproof run's contract stage reads it
+            result.dump(out)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        """How many chances to fail each check had over the run; what could not be tested, and why."""
+        tr = terminalreporter
+        if self.undecided:
+            tr.section(f"peakproof: properties that ran but decided nothing (INCONCLUSIVE, exit {NOT_EXERCISED_EXIT})")
+            for line in self.undecided:
+                tr.write_line(f"  {line}")
+        if self.lacking or self.waived or self.off_contract:
+            tr.section("peakproof: not tested against this target")
+            for line in dict.fromkeys(self.off_contract):
+                tr.write_line(f"  INCONCLUSIVE: {line}")
+            for why in self.lacking_sentences().values():
+                tr.write_line(f"  INCONCLUSIVE: {why}")
+            for name in sorted(self.waived):
+                tr.write_line(f"  waived: {name} (--without {name})")
+        if self.rules:
+            tr.section("peakproof: the target's rules, as stated (the checks judged by them)")
+            for case, rules in self.rules.items():
+                for rule, value in rules.items():
+                    tr.write_line(f"  {case}: {rule}: {value}")
+        if self.contracts:
+            tr.section("peakproof: the contract, checked by Schemathesis")
+            for r in self.contracts:
+                for line in r.report().splitlines():
+                    tr.write_line(f"  {line}")
+        exercised = self.chances.exercised
+        if not exercised:
+            return
+        waived = waived_checks(config)
+        tr.section("peakproof: chances to fail, per check (the most one judgement had)")
+        for name, n in sorted(exercised.items()):
+            why = (f"   <- waived: --without {waived[name]}" if name in waived and not n else
+                   "   <- not exercised: this run could not have caught its bug" if not n else "")
+            tr.write_line(f"  {name}: {n:,}{why}")
+        for cap in sorted(set(waived.values())):
+            tr.write_line(f"  waived: {cap} (--without {cap}): "
+                          + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
+        untested = self.not_exercised(config) + self.contract_undecided()
+        if untested:
+            tr.section(f"peakproof: checks the properties never gave a chance to fail (exit {NOT_EXERCISED_EXIT})")
+            for line in untested:
+                tr.write_line(f"  {line}")
+
+    # -- what the session concluded ---------------------------------------------------------------------------
+
+    def not_exercised(self, config: pytest.Config) -> list[str]:
+        """A sentence per check the properties judged with no chance to fail over the whole session
+        (not waived, not left to a capability the target lacks): the run could not have caught its bug."""
+        waived = waived_checks(config)
+        lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in self.lacking
+                   for check in cap.checks}
+        return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
+                f"in any history it judged): this run could not have caught its bug; "
+                + (f"no run with these settings can: {self.unreachable[name]}" if name in self.unreachable else
+                   "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
+                + ", --without waives it"
+                for name, (n, kind) in sorted(self.chances.in_properties.items())
+                if not n and name not in waived and name not in lacking]
+
+    def contract_undecided(self) -> list[str]:
+        return [f"{r.headline()}: " + "; ".join(r.reasons()) for r in self.contracts
+                if r.outcome == "INCONCLUSIVE" and not r.skipped]
+
+    def lacking_sentences(self) -> dict[str, str]:
+        return {cap.name: cap.sentence() for case in all_cases().values() for cap in case.capabilities
+                if cap.name in self.lacking}
 
 
-def not_exercised(config: pytest.Config) -> list[str]:
-    """A sentence per check the properties judged with no chance to fail over the whole session
-    (not waived, not left to a capability the target lacks): the run could not have caught its bug."""
-    waived = _waived_checks(config)
-    lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in LACKING
-               for check in cap.checks}
-    return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
-            f"in any history it judged): this run could not have caught its bug; "
-            + (f"no run with these settings can: {UNREACHABLE[name]}" if name in UNREACHABLE else
-               "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
-            + ", --without waives it"
-            for name, (n, kind) in sorted(PROPERTY_CHANCES.items())
-            if not n and name not in waived and name not in lacking]
+SESSION = pytest.StashKey[PropertiesSession]()
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    config = session.config
-    untested = not_exercised(config) + _contract_undecided()
-    if (untested or UNDECIDED) and int(exitstatus) == 0:
-        session.exitstatus = NOT_EXERCISED_EXIT
-    out = config.getoption("--result", None)
-    if not out and config.getoption("--spec", None):
-        out = RunSpec.load(config.getoption("--spec")).result
-    if out:
-        result = properties_result(int(exitstatus), dict(_OUTCOMES.counts), _OUTCOMES.first_failure,
-                                   dict(EXERCISED), _lacking_sentences(), sorted(WAIVED), OFF_CONTRACT, untested,
-                                   list(UNDECIDED))
-        result.data["contract"] = [r.to_json() for r in CONTRACTS]  # peakproof run's contract stage reads it
-        result.dump(out)
+def session_of(config: pytest.Config) -> PropertiesSession:
+    """This pytest session's :class:`PropertiesSession` (made on first use, e.g. before configure ran)."""
+    if SESSION not in config.stash:
+        config.stash[SESSION] = PropertiesSession()
+    return config.stash[SESSION]
 
 
-def _contract_undecided() -> list[str]:
-    return [f"{r.headline()}: " + "; ".join(r.reasons()) for r in CONTRACTS
-            if r.outcome == "INCONCLUSIVE" and not r.skipped]
+def pytest_configure(config: pytest.Config) -> None:
+    session = session_of(config)
+    config.pluginmanager.register(session, "peakproof-properties-session")
+    push_tally(session.chances)  # judgements made in this session are tallied on it
 
 
-def _waived_checks(config: pytest.Config) -> dict[str, str]:
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pop_tally(session_of(config).chances)
+
+
+def waived_checks(config: pytest.Config) -> dict[str, str]:
     """Each check fed by a capability the user waived (--without, or the spec's), to that capability."""
     path = config.getoption("--spec", None)
     without = set(RunSpec.load(path).without if path else (config.getoption("without", None) or ()))
     return {check: cap.name for case in all_cases().values() for cap in case.capabilities if cap.name in without
             for check in cap.checks}
-
-
-def _lacking_sentences() -> dict[str, str]:
-    out = {}
-    for case in all_cases().values():
-        for cap in case.capabilities:
-            if cap.name in LACKING:
-                out[cap.name] = cap.sentence()
-    return out
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """How many chances to fail each check had over the run; what could not be tested, and why."""
-    tr = terminalreporter
-    if UNDECIDED:
-        tr.section(f"peakproof: properties that ran but decided nothing (INCONCLUSIVE, exit {NOT_EXERCISED_EXIT})")
-        for line in UNDECIDED:
-            tr.write_line(f"  {line}")
-    if LACKING or WAIVED or OFF_CONTRACT:
-        tr.section("peakproof: not tested against this target")
-        for line in dict.fromkeys(OFF_CONTRACT):
-            tr.write_line(f"  INCONCLUSIVE: {line}")
-        for why in _lacking_sentences().values():
-            tr.write_line(f"  INCONCLUSIVE: {why}")
-        for name in sorted(WAIVED):
-            tr.write_line(f"  waived: {name} (--without {name})")
-    if RULES:
-        tr.section("peakproof: the target's rules, as stated (the checks judged by them)")
-        for case, rules in RULES.items():
-            for rule, value in rules.items():
-                tr.write_line(f"  {case}: {rule}: {value}")
-    if CONTRACTS:
-        tr.section("peakproof: the contract, checked by Schemathesis")
-        for r in CONTRACTS:
-            for line in r.report().splitlines():
-                tr.write_line(f"  {line}")
-    if not EXERCISED:
-        return
-    waived = _waived_checks(config)
-    tr.section("peakproof: chances to fail, per check (the most one judgement had)")
-    for name, n in sorted(EXERCISED.items()):
-        why = (f"   <- waived: --without {waived[name]}" if name in waived and not n else
-               "   <- not exercised: this run could not have caught its bug" if not n else "")
-        tr.write_line(f"  {name}: {n:,}{why}")
-    for cap in sorted(set(waived.values())):
-        tr.write_line(f"  waived: {cap} (--without {cap}): "
-                      + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
-    untested = not_exercised(config) + _contract_undecided()
-    if untested:
-        tr.section(f"peakproof: checks the properties never gave a chance to fail (exit {NOT_EXERCISED_EXIT})")
-        for line in untested:
-            tr.write_line(f"  {line}")
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    url = target_url(config)
-    where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
-    return f"peakproof: target {where}; hypothesis profile {os.environ.get('HYPOTHESIS_PROFILE', 'dev')}"

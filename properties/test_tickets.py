@@ -33,7 +33,7 @@ from peakproof.cases.tickets import check_tickets, concurrent_burst, interleaved
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK, History
 from peakproof.interleave import LAPSE, Stuck, kill
-from peakproof.pytest_plugin import (UNREACHABLE, Target, announce, assert_contract_kept, contract_for,
+from peakproof.pytest_plugin import (Target, announce, assert_contract_kept, contract_for, session_of,
                                      spec_for)
 from peakproof.realtime import extend_harness_timeout, run_machine
 from peakproof.spec import RunSpec
@@ -245,7 +245,7 @@ def say_which_checks_the_slack_leaves_out_of_reach(target: Target, config: Any) 
                                                      f"({2 * h + 0.5:g} s): {fix}")
     if slack >= h:  # no moment is both inside the window and outside the slack
         unreachable["hold_honoured_until_it_expires"] = f"{stated} is as long as the hold window: {fix}"
-    UNREACHABLE.update(unreachable)
+    session_of(config).unreachable.update(unreachable)
     for why in unreachable.values():
         announce(config, f"peakproof: tickets over HTTP: no chance for a check: {why}")
 

@@ -4,6 +4,8 @@ says nothing, so a test that leans on it must not pass)."""
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pytest
 
 from peakproof import checks
@@ -17,9 +19,12 @@ BROKEN = CheckResult("units_return_exactly_once", False, {"violations": 1}, "uni
 
 
 @pytest.fixture(autouse=True)
-def _own_chances(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These made-up results stay out of the run's chances summary."""
-    monkeypatch.setattr(checks, "EXERCISED", {})
+def _own_chances() -> Iterator[checks.ChanceTally]:
+    """These made-up results stay out of the run's chances summary: they go to a tally of their own."""
+    tally = checks.ChanceTally()
+    checks.push_tally(tally)
+    yield tally
+    checks.pop_tally(tally)
 
 
 def test_by_default_only_a_failed_check_raises() -> None:
@@ -48,3 +53,16 @@ def test_decided_true_asks_it_of_every_result_and_failures_are_reported_first() 
         assert_checks([HELD, UNKNOWN, BROKEN], decided=True)
     text = str(e.value)
     assert text.startswith("units_return_exactly_once: FAIL") and "stock_is_conserved: unknown" in text
+
+
+def test_judgements_are_tallied_by_the_session_that_made_them(_own_chances: checks.ChanceTally) -> None:
+    assert_checks([HELD, UNEXERCISED])
+    inner = checks.ChanceTally(in_property=True)  # a pytester session inside this one
+    checks.push_tally(inner)
+    try:
+        assert_checks([CheckResult("no_oversell", True, chances=40, chance_kind="reads")])
+    finally:
+        checks.pop_tally(inner)
+    assert inner.exercised == {"no_oversell": 40} and inner.in_properties == {"no_oversell": (40, "reads")}
+    assert _own_chances.exercised == {"no_oversell": 12, "expired_hold_is_never_sold": 0}
+    assert _own_chances.in_properties == {}  # not judged while a property ran
