@@ -23,12 +23,14 @@ from urllib.parse import urlsplit
 import pytest
 
 from .cases import all_cases, get_case
-from .checks import ChanceTally, pop_tally, push_tally
+from .checks import pop_tally, push_tally
 from .driver import build_driver
 from .history import History
 from .launch import ServedTarget
 from .options import PYTEST, add_options
-from .spec import RunSpec, StageResult
+from .pytest_session import (NOT_EXERCISED_EXIT, PropertiesSession, properties_result, session_of,  # noqa: F401
+                             waived_checks)
+from .spec import RunSpec
 
 
 @dataclass
@@ -264,207 +266,10 @@ def assert_contract_kept(result: Any) -> None:
         pytest.skip(result.headline())
 
 
-def properties_result(exitstatus: int, counts: dict[str, int], first_failure: str,
-                      chances: dict[str, int], lacking: dict[str, str] | None = None,
-                      waived: list[str] | None = None, off_contract: list[str] | None = None,
-                      not_exercised: list[str] | None = None, undecided: list[str] | None = None,
-                      rules: dict[str, dict[str, Any]] | None = None) -> StageResult:
-    """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
-    PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
-    ran, a capability the properties needed was missing, the target spoke another API, or pytest
-    itself went wrong)."""
-    detail = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no tests"
-    data = {"counts": counts, "chances": chances, "exitstatus": exitstatus, "lacking": sorted(lacking or {}),
-            "waived": list(waived or [])}
-    if rules:
-        data["rules"] = dict(rules)
-    if counts["failed"]:
-        return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
-    if off_contract or lacking or not_exercised or undecided:
-        return StageResult("properties", "INCONCLUSIVE", list(undecided or []) + list(dict.fromkeys(off_contract or []))
-                           + [f"properties skipped: {why}" for why in (lacking or {}).values()]
-                           + list(not_exercised or []), detail=detail, data=data)
-    if exitstatus == 0 and counts["passed"]:
-        return StageResult("properties", "PASS", [f"waived: {w}" for w in waived or []], detail=detail, data=data)
-    why = ("no property ran against the target (all skipped or none collected)" if exitstatus in (0, 5)
-           else f"pytest exited {exitstatus} (an error in the harness or its options)"
-           + (f": {first_failure}" if first_failure else ""))
-    return StageResult("properties", "INCONCLUSIVE", [why], detail=detail,
-                       data={"counts": counts, "chances": chances, "exitstatus": exitstatus})
-
-
-NOT_EXERCISED_EXIT = 6  # pytest's own codes are 0-5: "every test passed, but a check never had a chance"
-
-
 def pytest_report_header(config: pytest.Config) -> str:
     url = target_url(config)
     where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
     return f"peakproof: target {where}; hypothesis profile {os.environ.get('HYPOTHESIS_PROFILE', 'dev')}"
-
-
-@dataclass(eq=False)  # a plugin object: pytest hashes it
-class PropertiesSession:
-    """What one pytest session of properties learned, and its hooks: registered as a plugin and kept in
-    ``config.stash`` (:func:`session_of`) by :func:`pytest_configure`.
-
-    * what the properties could not decide for want of a capability (``lacking``), waived with
-      ``--without`` (``waived``) or found off-contract: the result reads them (a skip for a missing
-      capability is not a pass);
-    * the rules its checks judged by, as stated over a URL (``rules``: case -> rule -> value);
-    * the contract stage's results (``contracts``);
-    * what ran but decided nothing (``undecided``: a flaky replay with no violation kept, the harness's
-      own time limit, a crash of the harness): the session exits NOT_EXERCISED_EXIT, never FAIL;
-    * why a check cannot get a chance in this session, when a property knows it (``unreachable``);
-    * the chances each check had (``chances``), and the outcomes counted from pytest's own reports.
-    """
-
-    chances: ChanceTally = field(default_factory=ChanceTally)
-    lacking: set[str] = field(default_factory=set)
-    waived: set[str] = field(default_factory=set)
-    off_contract: list[str] = field(default_factory=list)
-    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
-    contracts: list[Any] = field(default_factory=list)
-    undecided: list[str] = field(default_factory=list)
-    unreachable: dict[str, str] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
-    first_failure: str = ""
-
-    # -- pytest's hooks ---------------------------------------------------------------------------------------
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when != "call" and report.outcome != "passed"):
-            key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
-                                                                "failed" if report.when == "call" else "errors")
-            self.counts[key] += 1
-            if key in ("failed", "errors") and not self.first_failure:
-                reason = getattr(report, "peakproof_reason", None)
-                if reason is None:  # a report this plugin did not classify: pytest's own lines, whole
-                    text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
-                    lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
-                    reason = f"{report.nodeid}: {lines[0] if lines else text.strip()}"
-                self.first_failure = reason
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-        """A property's failure, read once: a broken promise stays failed (its reason whole); what was
-        not the target's (the harness's limit, a flaky replay, a crash of the harness) becomes an
-        INCONCLUSIVE skip with its reason, and the session exits NOT_EXERCISED_EXIT."""
-        outcome = yield
-        report = outcome.get_result()
-        if call.excinfo is None or report.outcome != "failed" or Path(str(item.path)).parent.name != "properties":
-            return
-        from .realtime import failure_kind
-
-        kind, reason = failure_kind(call.excinfo.value)
-        report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
-        if kind == "violation":
-            return
-        self.undecided.append(f"{item.nodeid}: {reason}")
-        if kind == "harness":
-            report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
-        report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
-        # judgements made by the tests in properties/ count for "did the property run test it"
-        self.chances.in_property = Path(str(item.path)).parent.name == "properties"
-        try:
-            yield
-        finally:
-            self.chances.in_property = False
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        config = session.config
-        untested = self.not_exercised(config) + self.contract_undecided()
-        if (untested or self.undecided) and int(exitstatus) == 0:
-            session.exitstatus = NOT_EXERCISED_EXIT
-        out = config.getoption("--result", None)
-        if not out and config.getoption("--spec", None):
-            out = RunSpec.load(config.getoption("--spec")).result
-        if out:
-            result = properties_result(int(exitstatus), dict(self.counts), self.first_failure,
-                                       dict(self.chances.exercised), self.lacking_sentences(), sorted(self.waived),
-                                       self.off_contract, untested, list(self.undecided), self.rules)
-            result.data["contract"] = [r.to_json() for r in self.contracts]  # peakproof run's contract stage reads it
-            result.dump(out)
-
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        """How many chances to fail each check had over the run; what could not be tested, and why."""
-        tr = terminalreporter
-        if self.undecided:
-            tr.section(f"peakproof: properties that ran but decided nothing (INCONCLUSIVE, exit {NOT_EXERCISED_EXIT})")
-            for line in self.undecided:
-                tr.write_line(f"  {line}")
-        if self.lacking or self.waived or self.off_contract:
-            tr.section("peakproof: not tested against this target")
-            for line in dict.fromkeys(self.off_contract):
-                tr.write_line(f"  INCONCLUSIVE: {line}")
-            for why in self.lacking_sentences().values():
-                tr.write_line(f"  INCONCLUSIVE: {why}")
-            for name in sorted(self.waived):
-                tr.write_line(f"  waived: {name} (--without {name})")
-        if self.rules:
-            tr.section("peakproof: the target's rules, as stated (the checks judged by them)")
-            for case, rules in self.rules.items():
-                for rule, value in rules.items():
-                    tr.write_line(f"  {case}: {rule}: {value}")
-        if self.contracts:
-            tr.section("peakproof: the contract, checked by Schemathesis")
-            for r in self.contracts:
-                for line in r.report().splitlines():
-                    tr.write_line(f"  {line}")
-        exercised = self.chances.exercised
-        if not exercised:
-            return
-        waived = waived_checks(config)
-        tr.section("peakproof: chances to fail, per check (the most one judgement had)")
-        for name, n in sorted(exercised.items()):
-            why = (f"   <- waived: --without {waived[name]}" if name in waived and not n else
-                   "   <- not exercised: this run could not have caught its bug" if not n else "")
-            tr.write_line(f"  {name}: {n:,}{why}")
-        for cap in sorted(set(waived.values())):
-            tr.write_line(f"  waived: {cap} (--without {cap}): "
-                          + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
-        untested = self.not_exercised(config) + self.contract_undecided()
-        if untested:
-            tr.section(f"peakproof: checks the properties never gave a chance to fail (exit {NOT_EXERCISED_EXIT})")
-            for line in untested:
-                tr.write_line(f"  {line}")
-
-    # -- what the session concluded ---------------------------------------------------------------------------
-
-    def not_exercised(self, config: pytest.Config) -> list[str]:
-        """A sentence per check the properties judged with no chance to fail over the whole session
-        (not waived, not left to a capability the target lacks): the run could not have caught its bug."""
-        waived = waived_checks(config)
-        lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in self.lacking
-                   for check in cap.checks}
-        return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
-                f"in any history it judged): this run could not have caught its bug; "
-                + (f"no run with these settings can: {self.unreachable[name]}" if name in self.unreachable else
-                   "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
-                + ", --without waives it"
-                for name, (n, kind) in sorted(self.chances.in_properties.items())
-                if not n and name not in waived and name not in lacking]
-
-    def contract_undecided(self) -> list[str]:
-        return [f"{r.headline()}: " + "; ".join(r.reasons()) for r in self.contracts
-                if r.outcome == "INCONCLUSIVE" and not r.skipped]
-
-    def lacking_sentences(self) -> dict[str, str]:
-        return {cap.name: cap.sentence() for case in all_cases().values() for cap in case.capabilities
-                if cap.name in self.lacking}
-
-
-SESSION = pytest.StashKey[PropertiesSession]()
-
-
-def session_of(config: pytest.Config) -> PropertiesSession:
-    """This pytest session's :class:`PropertiesSession` (made on first use, e.g. before configure ran)."""
-    if SESSION not in config.stash:
-        config.stash[SESSION] = PropertiesSession()
-    return config.stash[SESSION]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -475,11 +280,3 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pop_tally(session_of(config).chances)
-
-
-def waived_checks(config: pytest.Config) -> dict[str, str]:
-    """Each check fed by a capability the user waived (--without, or the spec's), to that capability."""
-    path = config.getoption("--spec", None)
-    without = set(RunSpec.load(path).without if path else (config.getoption("without", None) or ()))
-    return {check: cap.name for case in all_cases().values() for cap in case.capabilities if cap.name in without
-            for check in cap.checks}

@@ -9,6 +9,11 @@ or a child process without the marker that says so (markers declared in pyprojec
 * A test that uses the plugin's serving fixtures (``serve_tickets``, ``tickets_url``) needs
   ``http`` even when another test started the session's server first.
 
+Tests run two at a time (``pytest -n 2``, pytest-xdist). A test whose verdict reads the machine
+(a calibration, the tenancy meter, a test that accepts INCONCLUSIVE naming a neighbour) is marked
+``alone``: no other test runs beside it (:func:`pytest_runtest_protocol`, a readers-writer lock
+between the workers), so the neighbour it would measure is never the suite's own.
+
 The guard is on for a test's setup (so module and session fixtures that start a server are
 caught too, in whichever test first sets them up) and for its call; it patches a few
 attributes around each phase and undoes them after, so it costs microseconds. It cannot see
@@ -18,12 +23,15 @@ directly).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import socket
 import subprocess
+import tempfile
 from contextlib import contextmanager
-from typing import Any, Iterator
+from pathlib import Path
+from typing import IO, Any, Iterator
 
 import pytest
 import uvicorn
@@ -122,3 +130,70 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 def pytest_runtest_call(item: pytest.Item) -> Any:
     with server_guard(item):
         return (yield)
+
+
+# -- tests that need the machine to themselves ----------------------------------------------------------------
+# Every test holds the room shared; an ``alone`` test holds it exclusively. A gate in front of the room keeps
+# a waiting ``alone`` test from starving: while it waits, no new test enters.
+
+def _locks() -> tuple[Path, Path] | None:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one run
+    if not run:
+        return None  # one process: nothing runs beside anything
+    base = Path(tempfile.gettempdir()) / f"peakproof-tests-{run}"
+    return base.with_suffix(".gate"), base.with_suffix(".room")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    paths = _locks()
+    if paths is None:
+        return (yield)
+    alone = item.get_closest_marker("alone") is not None
+    gate: IO[str] = open(paths[0], "a")
+    room: IO[str] = open(paths[1], "a")
+    try:
+        if alone:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(room, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(room, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        return (yield)
+    finally:
+        room.close()  # closing releases its lock
+        gate.close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``pytest -n 2`` spreads tests one by one, except a group (``xdist_group``): a module whose tests share
+    a module fixture (the served mutants' side-by-side URL runs) stays on one worker."""
+    if config.getvalue("dist") != "load":
+        return None  # the user chose a mode: theirs
+    from xdist.scheduler import LoadGroupScheduling
+
+    return LoadGroupScheduling(config, log)
+
+
+TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "properties")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """What each tier cost: the tests' own time (setup, call, teardown), summed; with -n 2 two run at once."""
+    spent: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for reports in terminalreporter.stats.values():
+        for r in reports:
+            nodeid, when = getattr(r, "nodeid", None), getattr(r, "when", None)
+            if not nodeid or when not in ("setup", "call", "teardown"):
+                continue
+            tier = next((t for t in TIERS if nodeid.startswith(t + "/")), "other")
+            spent[tier] = spent.get(tier, 0.0) + float(getattr(r, "duration", 0.0) or 0.0)
+            count[tier] = count.get(tier, 0) + (when == "call")
+    if spent:
+        terminalreporter.section("tiers: tests' own time, summed (tests/conftest.py)")
+        for tier in (*TIERS, "other"):
+            if tier in spent:
+                terminalreporter.write_line(f"  {tier:15} {count.get(tier, 0):4} tests {spent[tier]:8.1f} s")

@@ -78,4 +78,4 @@ def test_a_correct_service_on_the_standard_library_s_server_passes_the_contract_
         if case != "tickets":
             return
         assert "note(s)" in line and "contract note: POST /quotas/{quota_id}/reservations" in out, out[-3000:]
-        assert "reproduce: curl" in out and "why a note" in out  # --strict-contract: tests/test_contract.py
+        assert "reproduce: curl" in out and "why a note" in out  # --strict-contract: tests/served/test_contract.py

@@ -11,7 +11,7 @@ from peakproof.checks import CheckResult
 from peakproof.providers import ProviderConfig
 from targets.notifications import core as ncore
 
-from ..test_notifications import PEAK, run_peak
+from tests.unit.test_notifications import PEAK, run_peak
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import requests
 from peakproof.launch import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.alone]  # reads the machine: see tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ from peakproof.spec import RunSpec
 from peakproof.tenants import (NEIGHBOUR_CORES, RUN_WAIT, WINDOW, Tenancy, TenantMeter, Window, contention,
                                listening_pids)
 
+pytestmark = pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
+
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
 
 

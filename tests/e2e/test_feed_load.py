@@ -16,9 +16,9 @@ from peakproof.cases.feed import FeedWorkload
 from peakproof.launch import ServedTarget
 from peakproof.models.feed import FeedParams, followers
 
-from .test_feed_http import _serve_core
+from tests.served.test_feed_http import _serve_core
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_graph_gives_every_account_the_seeds_follower_count_and_no_self_follows() -> None:
@@ -78,7 +78,7 @@ def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judge
 @pytest.mark.http
 @pytest.mark.slow
 def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
-    from .quality.test_feed_quality import DropsAboveThreshold
+    from tests.quality.test_feed_quality import DropsAboveThreshold
 
     url, server = _serve_core(DropsAboveThreshold(time.time))
     try:

@@ -104,7 +104,7 @@ def test_the_project_roots_schemathesis_toml_says_what_the_contracts_state() -> 
     from the contracts' stated refusals, and must not drift from them."""
     from peakproof.contract import schemathesis_toml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     contracts = {name: json.loads(get_case(name).contract_file().read_text(encoding="utf-8"))  # type: ignore[union-attr]
                  for name in ("tickets", "notifications", "feed")}
     assert (root / "schemathesis.toml").read_text(encoding="utf-8") == schemathesis_toml(contracts), (

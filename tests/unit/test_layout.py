@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import ast
 import pkgutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import peakproof
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "peakproof"
 
 
@@ -147,41 +145,6 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
 
 
-@pytest.mark.slow
-def test_every_module_imports_on_its_own() -> None:
-    # one child; before each module, every peakproof, loadtests and targets module is forgotten, so each
-    # is imported first, as a user's first import would (a cycle breaks exactly there)
-    code = ("import locust  # noqa: F401  (gevent patches first, as in every Locust process)\n"
-            "import importlib, sys, traceback\n"
-            "bad = []\n"
-            "for name in sys.argv[1:]:\n"
-            "    for m in [m for m in sys.modules if m.split('.')[0] in ('peakproof', 'loadtests', 'targets')]:\n"
-            "        del sys.modules[m]\n"
-            "    try:\n"
-            "        importlib.import_module(name)\n"
-            "    except Exception as e:\n"
-            "        bad.append(f'{name}: {type(e).__name__}: {e}')\n"
-            "print('\\n'.join(bad))\n")
-    runnable = [m for m in modules() if not m.endswith("__main__")]  # __main__ runs the command line
-    proc = subprocess.run([sys.executable, "-c", code, *runnable], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
-    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
-
-
-@pytest.mark.slow
-def test_the_import_check_catches_a_module_that_cannot_import_on_its_own(tmp_path: Path) -> None:
-    pkg = tmp_path / "cyc"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from cyc.b import B\nA = 1\n")
-    (pkg / "b.py").write_text("from cyc.a import A\nB = 2\n")
-    graph = {"cyc.a": {"cyc.b"}, "cyc.b": {"cyc.a"}}
-    assert cycles(graph) == [["cyc.a", "cyc.b", "cyc.a"]]
-    proc = subprocess.run([sys.executable, "-c", "import cyc.a"], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=60)
-    assert proc.returncode != 0 and "ImportError" in proc.stderr  # what the check above would report
-
-
 def test_no_module_of_the_package_passes_500_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in PKG.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
@@ -213,3 +176,17 @@ def test_the_seed_s_peaks_are_computed_by_the_models_not_written_out() -> None:
                     offenders.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
     assert offenders == []
     assert peakproof.__name__ == "peakproof"
+
+
+# marked slow only so that the markers' guard (tests/conftest.py) lets the start through to this tier's own
+@pytest.mark.slow
+def test_a_unit_test_that_starts_a_process_or_opens_a_socket_fails_saying_where_it_belongs() -> None:
+    import socket
+    import subprocess
+
+    from tests.unit.conftest import NotAUnitTest
+
+    with pytest.raises(NotAUnitTest, match="tests/served/"):
+        subprocess.run(["true"])
+    with pytest.raises(NotAUnitTest, match="opened a connection"):
+        socket.create_connection(("127.0.0.1", 9), timeout=0.1)

@@ -21,8 +21,8 @@ from peakproof.launch import ServedTarget
 from peakproof.pytest_plugin import Target
 from properties.test_feed import FeedMachine
 
-from .quality import fixed_budget
-from .quality.test_tickets_quality import failure_text
+from tests.quality import fixed_budget
+from tests.quality.test_tickets_quality import failure_text
 
 pytestmark = pytest.mark.http  # every test serves the feed on 127.0.0.1
 

@@ -16,7 +16,7 @@ from peakproof import nemesis
 from peakproof.history import FAIL, INFO, OK, History
 from peakproof.slo import no_server_errors, properties_error_budget
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def history() -> History:

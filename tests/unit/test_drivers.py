@@ -154,7 +154,7 @@ def test_the_operation_table_names_every_operation_and_capability_method_of_the_
 def test_the_docs_tables_and_the_skeleton_say_what_the_operation_table_says(case: str) -> None:
     from peakproof.drivertool import checkup, generated_region, operations_doc
 
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "drivers.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "drivers.md").read_text(encoding="utf-8")
     assert generated_region(docs, case) == operations_doc(case), \
         "docs/drivers.md's table is stale: run peakproof driver docs --write docs/drivers.md"
     words = " ".join(skeleton(case).split())

@@ -18,9 +18,9 @@ import requests
 from peakproof.cases import get_case
 from peakproof.launch import free_port
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.alone]  # reads the machine: see tests/conftest.py
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 from tests.support.locust_run import check, run_locust  # noqa: E402  (the run's --result, never a glob)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
@@ -183,8 +183,8 @@ def test_a_service_of_another_api_without_a_driver_is_inconclusive_saying_write_
     """Our contract's driver against the box office: its routes answer 404, which is another API, not a
     broken promise. Every stage says so (properties and load), and the run is INCONCLUSIVE, never FAIL."""
     with service("tickets") as (url, options):
-        out = peakproof("run", "tickets", "--target-url", url, *options, "--scale", "0.01", "--report-dir", REPORTS,
-                        timeout=300)
+        out = peakproof("run", "tickets", "--target-url", url, *options, "--scale", "0.01", "--calibrated-rate", "1000",
+                        "--report-dir", REPORTS, timeout=300)
     verdict = verdict_of(out)
     assert out.returncode == 2, verdict
     assert "does not speak the tickets contract" in verdict and "peakproof driver new tickets" in verdict, verdict

@@ -15,7 +15,9 @@ from peakproof.cases import get_case
 from peakproof.launch import free_port
 from peakproof.plan import make_plan, render
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def calibration(rate: float, p99: float = 0.004) -> CalibrationResult:

@@ -34,7 +34,7 @@ import pytest
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "tests" / "fourth_case"
 SHARED = ("peakproof", "loadtests", "properties", "targets", "conftest.py", "pyproject.toml")
 
@@ -130,8 +130,8 @@ def test_peakproof_serve_counter_serves_its_reference_target(tmp_path: Path) -> 
 
 @pytest.mark.timeout(1000)
 def test_peakproof_run_counter_passes_through_properties_and_its_load_scenario(tmp_path: Path) -> None:
-    proc = run(["-m", "peakproof", "run", "counter", "--scale", "1", "--duration", "2", "--report-dir",
-                str(tmp_path / "reports")], timeout=900)
+    proc = run(["-m", "peakproof", "run", "counter", "--scale", "1", "--duration", "2", "--calibrated-rate", "1000",
+                "--report-dir", str(tmp_path / "reports")], timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, shown(proc)
     assert "peakproof verdict for counter: PASS" in out, shown(proc)

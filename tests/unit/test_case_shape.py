@@ -14,7 +14,7 @@ from peakproof.driver import HttpDriver, InProcessDriver
 from targets._asgi import AsgiApp
 from targets._background import BackgroundLoop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = tuple(name for name, case in all_cases().items() if case.package == f"peakproof.cases.{name}")
 APPS = {"tickets": "TicketsApp", "notifications": "NotificationsApp", "feed": "FeedApp"}
 LOOPS = {"tickets": "Supervisor", "notifications": "Dispatcher", "feed": "FanoutConsumers"}

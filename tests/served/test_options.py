@@ -19,7 +19,7 @@ from peakproof.cases import all_options
 from peakproof.options import LOCUST, PYTEST, RUN, add_options, for_surface
 from peakproof.spec import RunSpec, StageResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _argparse_view(parser: Any) -> dict[str, dict[str, Any]]:

@@ -208,7 +208,7 @@ def test_batched_statistics_equal_locust_s_own_per_request_log() -> None:
     import sys
 
     done = subprocess.run([sys.executable, "-c", STATS_EQUIVALENCE], capture_output=True, text=True, timeout=60,
-                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "fields equal: 9 x 3 entries; errors equal: 1" in done.stdout
 
