@@ -4,7 +4,7 @@ Serves the reference tickets target on 127.0.0.1, replays ``tickets-sold-out`` t
 ``locust -f loadtests/`` at a constant rate, and prints, for every whole second inside the
 run, the requests the target itself counted (``GET /_arrivals``) and their deviation from
 the curve's rate, then the largest deviation. The figure depends on this machine's speed
-and load, so it is printed here, never asserted in a test (``tests/test_load_engine.py``
+and load, so it is printed here, never asserted in a test (``tests/e2e/test_load_engine.py``
 asserts what holds on any machine: every sent arrival reached the target once).
 
     python benchmarks/bench_arrival_accuracy.py [--scale 0.1] [--seconds 6] [--processes 1]

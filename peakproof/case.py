@@ -4,8 +4,7 @@ Each case package (``peakproof/cases/<name>/``, or any package named in ``PEAKPR
 or under the ``peakproof.cases`` entry point group) declares its ``CASE``; the registry
 (:func:`peakproof.cases.all_cases`) is built from the packages, and ``peakproof
 run``/``serve``/``plan``/``models``, the pytest fixtures, the launcher and the Locust side
-read it. Nothing shared names a case: a fourth case adds its own folders and edits no
-shared file.
+read it. A fourth case adds its own folders and edits no shared file.
 """
 
 from __future__ import annotations

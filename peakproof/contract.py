@@ -426,7 +426,7 @@ def schemathesis_toml(contracts: dict[str, dict[str, Any]]) -> str:
              "# contracts allows for valid requests in some states (x-peakproof-valid-refusals in the OpenAPI), so",
              "# `st run http://127.0.0.1:8000/openapi.json --url http://127.0.0.1:8000/<case> --checks all` judges",
              "# the references as peakproof's contract stage does. Written by peakproof.contract.schemathesis_toml;",
-             "# tests/test_contract.py fails when it drifts from targets/*/openapi.json.", ""]
+             "# tests/served/test_contract.py fails when it drifts from targets/*/openapi.json.", ""]
     for case, schema in contracts.items():
         for oid, statuses in accepted_statuses(schema).items():
             lines += ["[[operations]]", f'include-operation-id = "{oid}"  # {case}',

@@ -5,7 +5,7 @@ variable (``PEAKPROOF_<NAME>``) and one help text. :func:`add_options` puts the 
 *surface* on a parser: ``run`` (``peakproof run``), ``plan``, ``serve`` (``peakproof serve
 CASE``), ``locust`` (``locust -f loadtests/``) and ``pytest`` (``pytest properties/``). The
 three parsers a user meets for one run (run, locust, pytest) therefore agree by construction
-(``tests/test_options.py`` compares them). A case adds its own options in its
+(``tests/served/test_options.py`` compares them). A case adds its own options in its
 :class:`~peakproof.case.Case` record; nothing here names a case.
 
 No Locust import: the pytest and ``peakproof`` processes read this module too.

@@ -182,7 +182,7 @@ class NotificationsMachine(SendsNotifications):
         if hasattr(self, "d"):  # virtual time: a lost answer is given up on at once
             # Not claimed here: a backlog needs delivery to saturate and the breaker check a dead address
             # meeting a burst, neither of which this machine's steps build (the URL properties with the
-            # nemesis do, and tests/test_notifications_breaker.py; the load gives both their chances)
+            # nemesis do, and tests/unit/test_notifications_breaker.py; the load gives both their chances)
             read_all_and_judge(self.d, self.ids.values(), rules=IN_VIRTUAL_TIME, target=self.target,
                                leave_out=IN_PROCESS_UNCLAIMED, answer_latency=0.0)
 

@@ -8,7 +8,10 @@ One package per case, each with the same modules in the same roles:
   :class:`peakproof.driver.InProcessDriver`) and its HTTP driver (on
   :class:`peakproof.driver.HttpDriver`);
 * ``workload.py``: the seed's workload as a class with ``describe()``;
-* ``checks.py``: the invariants, pure functions of one analysis type, and ``check_<case>``.
+* ``analysis.py``: the analysis type (one pass over a history) and the registry its checks join;
+* promise modules over it (each check registered where it is written) and ``checks.py``, which
+  imports them and assembles the list and ``check_<case>``;
+* ``report.py`` (where a load has charts of its own): history to checks, charts and details, pure.
 
 Each package's ``__init__`` re-exports them and names ``CASE``, ``PROTOCOL``, ``IN_PROCESS``
 and ``OVER_HTTP``. The registry holds the packages found here, then those named in

@@ -90,7 +90,7 @@ class StatsBatch:
     Firing the event and logging each request cost ~10 µs an arrival; the batch keeps the
     answers in a list and adds them to Locust's entries every ``interval`` s in bulk: the
     same counts, sums, extremes, per-second counts and rounded response-time buckets that
-    ``RequestStats.log_request`` keeps (``tests/test_wire.py`` compares the two). When
+    ``RequestStats.log_request`` keeps (``tests/e2e/test_wire.py`` compares the two). When
     another listener than Locust's own is on the ``request`` event (a plugin), every
     request is fired to it as usual.
     """
