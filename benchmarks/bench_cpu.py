@@ -41,13 +41,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import requests
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
 from benchmarks.bench_engine import nginx_standin  # noqa: E402
-from peakproof.launch import ServedTarget, free_port  # noqa: E402
+from peakproof.launch import ServedTarget, free_port, stop_process, wait_until_answering  # noqa: E402
 from peakproof.placement import cpu_seconds  # noqa: E402
 
 from peakproof.cases import get_case  # noqa: E402
@@ -177,16 +176,10 @@ def constant_409(tree: Path) -> Iterator[tuple[str, int]]:
                             env=env_for(tree), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/tickets"
-        for _ in range(200):
-            try:
-                requests.get(f"{url}/quotas/q", timeout=0.5)
-                break
-            except requests.RequestException:
-                time.sleep(0.05)
+        wait_until_answering(f"{url}/quotas/q", 10.0, proc=proc)
         yield url, proc.pid
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_process(proc)
 
 
 def locust_run(tree: Path, url: str, scenario: str, scale: float, seconds: float, sampler: Sampler,

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from peakproof.cases import get_case  # noqa: E402
-from peakproof.launch import ServedTarget, free_port  # noqa: E402
+from peakproof.launch import ServedTarget, free_port, stop_process, wait_until_answering  # noqa: E402
 
 PEAK = get_case("tickets").peak_rate()  # tickets-sold-out's arrivals/s at --scale 1, from the ported model
 
@@ -91,18 +91,11 @@ def nginx_standin() -> Iterator[str]:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             url = f"http://127.0.0.1:{port}/tickets"
-            for _ in range(100):
-                try:
-                    requests.get(f"{url}/quotas/probe", timeout=1)
-                    break
-                except requests.ConnectionError:
-                    time.sleep(0.05)
-            else:
+            if not wait_until_answering(f"{url}/quotas/probe", 5.0, proc=proc):
                 raise SystemExit(f"nginx did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
             yield url
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop_process(proc)
 
 
 @contextmanager

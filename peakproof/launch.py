@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import requests
 
@@ -35,6 +35,40 @@ def _flags() -> dict[str, str]:
     from .cases import all_options
 
     return {o.name: o.cli_flag for o in all_options()}
+
+
+def wait_until_answering(url: str, timeout: float, *, proc: subprocess.Popen | None = None,
+                         answered: Callable[[requests.Response], bool] = lambda r: True) -> bool:
+    """Poll ``url`` every 50 ms until an answer satisfies ``answered`` (True), ``proc`` exits or ``timeout`` s
+    pass (False): how every server this project starts (targets, stand-ins, benchmarks' nginx) is awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            if answered(requests.get(url, timeout=0.5)):
+                return True
+        except requests.RequestException:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def stop_process(proc: subprocess.Popen, *, group: bool = False, kill: bool = False, grace: float = 10.0) -> None:
+    """Stop a child (its process group with ``group``): SIGTERM, or SIGKILL with ``kill``; a child that outlives
+    ``grace`` s is killed. One way for every server this project starts."""
+    if proc.poll() is not None:
+        return
+    sig = signal.SIGKILL if kill else signal.SIGTERM
+    try:
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL) if group else proc.kill()
+        proc.wait(timeout=grace)
 
 
 class ServedTarget:
@@ -85,33 +119,19 @@ class ServedTarget:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise TargetError(f"the {self.case} target exited with {self.proc.returncode} while starting:\n"
-                                  + self.log.read_text(errors="replace")[-2000:])
-            try:
-                if requests.get(self.url + "/health", timeout=0.5).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
+        if wait_until_answering(self.url + "/health", self.startup_timeout, proc=self.proc,
+                                answered=lambda r: r.status_code == 200):
+            return self
+        if self.proc.poll() is not None:
+            raise TargetError(f"the {self.case} target exited with {self.proc.returncode} while starting:\n"
+                              + self.log.read_text(errors="replace")[-2000:])
         self.stop()
         raise TargetError(f"the {self.case} target did not answer on {self.url}/health within "
                           f"{self.startup_timeout} s; log: {self.log}")
 
     def stop(self, kill: bool = False) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            stop_process(self.proc, group=True, kill=kill)
 
     def restart(self, kill: bool = True) -> "ServedTarget":
         """Stop (SIGKILL by default: a crash, not a clean shutdown) and start on the same db."""

@@ -144,37 +144,47 @@ def _locks() -> tuple[Path, Path] | None:
     return base.with_suffix(".gate"), base.with_suffix(".room")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the alone tests go to one worker, one after another (an xdist group), so they wait for the other
+    # worker once, not once each
+    for item in items:
+        if item.get_closest_marker("alone"):
+            item.add_marker(pytest.mark.xdist_group("alone"))
+
+
+_HELD: dict[str, IO[str]] = {}  # the gate and the room, held exclusively across consecutive alone tests
+
+
+def _is_alone(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("alone") is not None
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     paths = _locks()
     if paths is None:
         return (yield)
-    alone = item.get_closest_marker("alone") is not None
-    gate: IO[str] = open(paths[0], "a")
-    room: IO[str] = open(paths[1], "a")
+    alone = _is_alone(item)
+    if alone and not _HELD:
+        _HELD["gate"], _HELD["room"] = open(paths[0], "a"), open(paths[1], "a")
+        fcntl.flock(_HELD["gate"], fcntl.LOCK_EX)
+        fcntl.flock(_HELD["room"], fcntl.LOCK_EX)
+    shared: list[IO[str]] = []
+    if not alone:
+        gate, room = open(paths[0], "a"), open(paths[1], "a")
+        shared = [room, gate]
+        fcntl.flock(gate, fcntl.LOCK_SH)
+        fcntl.flock(room, fcntl.LOCK_SH)
+        fcntl.flock(gate, fcntl.LOCK_UN)
     try:
-        if alone:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            fcntl.flock(room, fcntl.LOCK_EX)
-        else:
-            fcntl.flock(gate, fcntl.LOCK_SH)
-            fcntl.flock(room, fcntl.LOCK_SH)
-            fcntl.flock(gate, fcntl.LOCK_UN)
         return (yield)
     finally:
-        room.close()  # closing releases its lock
-        gate.close()
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``pytest -n 2`` spreads tests one by one, except a group (``xdist_group``): a module whose tests share
-    a module fixture (the served mutants' side-by-side URL runs) stays on one worker."""
-    if config.getvalue("dist") != "load":
-        return None  # the user chose a mode: theirs
-    from xdist.scheduler import LoadGroupScheduling
-
-    return LoadGroupScheduling(config, log)
+        for f in shared:
+            f.close()  # closing releases its lock
+        if alone and not _is_alone(nextitem):
+            for f in _HELD.values():
+                f.close()
+            _HELD.clear()
 
 
 TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "properties")

@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
 from peakproof.cases import get_case
-from peakproof.launch import free_port
+from peakproof.launch import free_port, wait_until_answering
 
-pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.alone]  # reads the machine: see tests/conftest.py
+pytestmark = [pytest.mark.http, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,6 +69,7 @@ def test_the_target_counts_every_arrival_the_report_says_was_sent_and_the_counts
     assert rc == {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 2}[doc["verdict"]["outcome"]], (rc, doc["verdict"])
 
 
+@pytest.mark.alone  # what this machine can offer: no other test beside it (tests/conftest.py)
 def test_at_a_rate_this_machine_cannot_offer_the_report_states_the_shortfall(serve_tickets, tmp_path: Path) -> None:
     served = serve_tickets()
     # what peakproof run passes after its calibration: a curve above it is the machine's limit, whatever
@@ -106,17 +106,13 @@ def test_a_distributed_run_replays_the_schedule_once_in_total(serve_tickets, tmp
     assert rc == 0, out[-3000:]
 
 
+@pytest.mark.alone  # it accepts INCONCLUSIVE naming a neighbour: the suite must not be that neighbour
 def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.stall_target", str(port), "5", "1"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                requests.get(f"http://127.0.0.1:{port}/tickets/health", timeout=0.5)
-                break
-            except requests.RequestException:
-                time.sleep(0.05)
+        wait_until_answering(f"http://127.0.0.1:{port}/tickets/health", 5.0, proc=proc)
         # 200 requests/s for 10 s through 4 in-flight requests: a closed loop's view of a stall
         rc, doc, out = run_locust(f"http://127.0.0.1:{port}/tickets", "tickets-sold-out", tmp_path,
                                   "--scale", "0.01", "--duration", "10", "--pool-size", "4", "--connections", "4",
@@ -139,6 +135,7 @@ def test_intended_start_latency_shows_a_stall_that_send_latency_hides(tmp_path: 
         assert intended["valid"] is False and sent["valid"] is True
 
 
+@pytest.mark.alone  # two runs' verdicts compared: a neighbour in one of them only would differ them
 def test_a_master_and_two_workers_on_their_own_addresses_give_the_verdict_of_one_process(serve_tickets,
                                                                                         tmp_path: Path) -> None:
     """Distributed for real: three Locust processes as three hosts (127.0.0.2 the master, 127.0.0.3 and

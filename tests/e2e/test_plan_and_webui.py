@@ -15,8 +15,6 @@ from peakproof.cases import get_case
 from peakproof.launch import free_port
 from peakproof.plan import make_plan, render
 
-pytestmark = pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,6 +66,7 @@ def test_no_rate_measured_is_no_plan_and_says_why() -> None:
 
 @pytest.mark.http
 @pytest.mark.slow
+@pytest.mark.alone  # a load whose verdict the page shows: no other test beside it (tests/conftest.py)
 def test_the_web_ui_runs_the_scenario_chosen_in_its_form_and_shows_the_verdict(serve_tickets) -> None:
     served = serve_tickets()
     port = free_port()

@@ -16,8 +16,6 @@ from peakproof.spec import RunSpec
 from peakproof.tenants import (NEIGHBOUR_CORES, RUN_WAIT, WINDOW, Tenancy, TenantMeter, Window, contention,
                                listening_pids)
 
-pytestmark = pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
-
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
 
 
@@ -81,6 +79,7 @@ def test_the_owner_of_a_listening_socket_is_found_by_its_port() -> None:
 
 @LINUX
 @pytest.mark.slow  # two child interpreters, a few seconds of CPU
+@pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
 def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_inside_as_the_run() -> None:
     busy = "import time\nt = time.time()\nwhile time.time() - t < 4: pass"
     root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # the "run": idle
@@ -99,6 +98,7 @@ def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_insid
 
 
 @LINUX
+@pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
 def test_a_stage_run_beside_a_meter_gets_its_tenancy_when_it_ends() -> None:
     from peakproof.tenants import Metered
 

@@ -8,7 +8,6 @@ served in its own process and met over loopback exactly as a staging service wou
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import re
 import subprocess
@@ -25,8 +24,7 @@ from peakproof.launch import ServedTarget
 from ..support.mutants import served
 
 ROOT = Path(__file__).resolve().parents[2]
-# served mutants, Locust runs, child pytest runs; one worker runs the module (its URL runs go side by side)
-pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.xdist_group("served-mutants")]
+pytestmark = [pytest.mark.http, pytest.mark.slow]  # served mutants, Locust runs, child pytest runs
 
 
 def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
@@ -59,10 +57,12 @@ URL_RUN_OF: dict[str, Callable[..., tuple[int, str]]] = {}  # a test's name -> i
 
 
 def url_run_of(run: Callable[..., tuple[int, str]]) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Declare the URL property run a test judges (``run`` takes the test's parameters it names)."""
+    """Declare the URL property run a test judges (``run`` takes the test's parameters it names). Under
+    ``pytest -n``, the tests with a declared run stay on one worker (an xdist group), which starts their runs
+    side by side; the module's load tests go to any worker."""
     def declare(test: Callable[..., None]) -> Callable[..., None]:
         URL_RUN_OF[test.__name__] = run
-        return test
+        return pytest.mark.xdist_group("served-mutants-url-runs")(test)
     return declare
 
 
@@ -74,7 +74,7 @@ def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[tuple[
     jobs = {}
     for item in request.session.items:
         run = URL_RUN_OF.get(getattr(item, "originalname", ""))
-        if run is not None and item.module is request.module:
+        if run is not None and item.module is request.module and item.get_closest_marker("xdist_group"):
             params = item.callspec.params if hasattr(item, "callspec") else {}
             wanted = inspect.signature(run).parameters
             jobs[item.nodeid] = (run, {k: v for k, v in params.items() if k in wanted})
@@ -235,6 +235,7 @@ def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught
     print(f"\n{mutant}: {r['first_violation']}")
 
 
+@pytest.mark.alone  # G2 is a time: beside the suite's own other test it would be undecided, not caught
 def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> None:
     with served("feed-fanout-stalls") as t:
         code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)

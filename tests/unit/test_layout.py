@@ -190,3 +190,11 @@ def test_a_unit_test_that_starts_a_process_or_opens_a_socket_fails_saying_where_
         subprocess.run(["true"])
     with pytest.raises(NotAUnitTest, match="opened a connection"):
         socket.create_connection(("127.0.0.1", 9), timeout=0.1)
+
+
+def test_the_public_surface_names_what_drivers_cases_and_scenarios_are_written_with() -> None:
+    for name in peakproof.__all__:
+        assert getattr(peakproof, name) is not None, name
+    assert peakproof.ErrorMap.__module__ == "peakproof.http" and peakproof.scenario.__module__ == "peakproof.load.scenario"
+    with pytest.raises(AttributeError, match="no attribute 'engine'"):
+        peakproof.engine  # noqa: B018  (the engine's internals are not public)
