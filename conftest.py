@@ -34,5 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     that share a module fixture (the served mutants' side-by-side URL runs), and the tests that need the machine
     alone (tests/conftest.py), each stay on one worker. Set here, before xdist starts its workers, which take
     the controller's options."""
-    if getattr(config.option, "dist", "no") == "load":  # -n without a --dist of the user's own
+    if hasattr(config, "workerinput"):  # a worker: it parses the bare command line, so it is told here to
+        config.option.loadgroup = True  # tag each grouped test's id with its group, as --dist loadgroup does
+    elif getattr(config.option, "dist", "no") == "load":  # -n without a --dist of the user's own
         config.option.dist = "loadgroup"

@@ -78,9 +78,15 @@ def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[tuple[
             params = item.callspec.params if hasattr(item, "callspec") else {}
             wanted = inspect.signature(run).parameters
             jobs[item.nodeid] = (run, {k: v for k, v in params.items() if k in wanted})
+    if set(jobs) <= set(_STARTED):  # this process ran them already: a module fixture may be set up again
+        return _STARTED  # (pytest-xdist tears a worker's module fixtures down when its queue runs dry)
     first = sorted(jobs, key=lambda node: ("notifications" not in node, "reference" not in node))
     with ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-        return {node: pool.submit(jobs[node][0], **jobs[node][1]) for node in first}
+        _STARTED.update({node: pool.submit(jobs[node][0], **jobs[node][1]) for node in first})
+    return _STARTED
+
+
+_STARTED: dict[str, Future[tuple[int, str]]] = {}  # every run this process started, by node id
 
 
 @pytest.fixture
