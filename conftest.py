@@ -30,7 +30,7 @@ pytest_plugins = ["peakproof.pytest_plugin"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """``pytest -n 2`` (the harness's suite) spreads tests one by one, except a group (``xdist_group``): tests
+    """``pytest -n 3`` (the harness's suite) spreads tests one by one, except a group (``xdist_group``): tests
     that share a module fixture (the served mutants' side-by-side URL runs), and the tests that need the machine
     alone (tests/conftest.py), each stay on one worker. Set here, before xdist starts its workers, which take
     the controller's options."""
