@@ -1,17 +1,7 @@
 """The feed checks, assembled: every promise module registers its checks on
 :data:`~peakproof.cases.feed.analysis.FEED`; importing them here fills the list in the order written.
 
-The feed invariants, as pure functions of a history.
-
-Operations: ``follow`` / ``unfollow`` (args user_id, followee_id), ``publish`` (args
-author_id, text; ok value the post with post_id and created_at), ``delete`` (args
-post_id), ``read`` (args user_id, limit, cursor; ok value {items: [post...],
-next_cursor, and optionally backlog (fan-out entries still to write; 0 = settled) and
-inbox_size, which the reference target reports}).
-
-The pull model: at a read, the timeline a pure fan-in-on-read design would return: the
-live posts of the authors the user follows, newest first (ties by post id). Writes that
-overlap a read make it uncertain, so model comparisons use only reads no write overlapped.
+What the operations are and how uncertainty is treated: :mod:`peakproof.cases.feed.analysis`.
 """
 
 from __future__ import annotations

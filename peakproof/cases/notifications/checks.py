@@ -2,14 +2,7 @@
 :data:`~peakproof.cases.notifications.analysis.NOTIFICATIONS`; importing them here fills the list in
 this order: delivery, the breaker, priority, answers.
 
-The notification invariants: pure functions of the history plus the providers' record.
-
-The providers' record (every call with its outcome, every delivery once per channel and
-key) is the ground truth; the history says what was accepted, for whom, with which
-preferences, and what the target reported. Operation names: ``put_recipient`` (args
-recipient_id, channels, addresses), ``notify`` (args event_id, recipient_id, priority,
-title, body; ok value has notification_id), ``get_notification`` (ok value: the
-notification with status, channel, attempts).
+What the operations are and how uncertainty is treated: :mod:`peakproof.cases.notifications.analysis`.
 """
 
 from __future__ import annotations

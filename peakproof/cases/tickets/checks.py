@@ -2,24 +2,7 @@
 :data:`~peakproof.cases.tickets.analysis.TICKETS`; importing them here fills the list, in the
 order written (the stock invariants, then the promises on answers).
 
-The tickets invariants, as pure functions of a history.
-
-Operation names (``Op.f``) and their values, as every tickets driver records them:
-
-* ``put_quota`` args {quota_id, capacity, hold_seconds}; ok value: the quota dict.
-* ``read_quota`` args {quota_id}; ok value {capacity, available, held, sold}.
-* ``reserve`` args {quota_id, buyer_id, quantity, request_id}; ok value: the reservation
-  dict with ``expires_at`` as epoch seconds on the target's clock; fail value: error code.
-* ``confirm`` / ``cancel`` / ``get_reservation`` args {reservation_id}.
-
-How uncertainty is treated (the honest part): every reservation has a *certain* interval
-(from the completion of an ok reserve until the first cancel could have begun or the hold
-certainly lapsed) and a *possible* interval (from the first invocation that may have
-created it, including ``info`` ones whose outcome is unknown, until its release is
-certain). An oversell needs certain holds beyond capacity; a valid rejection needs free
-stock under the *possible* holds. Wall-clock comparisons with the target's ``expires_at``
-allow ``skew`` seconds either way, and a target gets ``release_grace`` seconds after an
-expiry to put the units back.
+What the operations are and how uncertainty is treated: :mod:`peakproof.cases.tickets.analysis`.
 """
 
 from __future__ import annotations
