@@ -28,13 +28,3 @@ settings.load_profile(_profile)
 
 pytest_plugins = ["peakproof.pytest_plugin"]
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    """``pytest -n 3`` (the harness's suite) spreads tests one by one, except a group (``xdist_group``): tests
-    that share a module fixture (the served mutants' side-by-side URL runs), and the tests that need the machine
-    alone (tests/conftest.py), each stay on one worker. Set here, before xdist starts its workers, which take
-    the controller's options."""
-    if hasattr(config, "workerinput"):  # a worker: it parses the bare command line, so it is told here to
-        config.option.loadgroup = True  # tag each grouped test's id with its group, as --dist loadgroup does
-    elif getattr(config.option, "dist", "no") == "load":  # -n without a --dist of the user's own
-        config.option.dist = "loadgroup"

@@ -12,7 +12,7 @@ or a child process without the marker that says so (markers declared in pyprojec
 Tests run three at a time (``pytest -n 3``, pytest-xdist). A test whose verdict reads the machine
 (a calibration, the tenancy meter, a test that accepts INCONCLUSIVE naming a neighbour) is marked
 ``alone``: no other test runs beside it (:func:`pytest_runtest_protocol`, a readers-writer lock
-between the workers), so the neighbour it would measure is never the suite's own.
+between the workers), so the neighbour it would measure is never the suite's own. They are sorted first.
 
 The guard is on for a test's setup (so module and session fixtures that start a server are
 caught too, in whichever test first sets them up) and for its call; it patches a few
@@ -145,11 +145,9 @@ def _locks() -> tuple[Path, Path] | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # the alone tests go to one worker, one after another (an xdist group), so they wait for the other
-    # worker once, not once each
-    for item in items:
-        if item.get_closest_marker("alone"):
-            item.add_marker(pytest.mark.xdist_group("alone"))
+    # the alone tests first: under pytest -n they then run one after another before anything else starts (the
+    # workers wait at the gate), instead of each waiting for the other workers' tests of the moment
+    items.sort(key=lambda item: not _is_alone(item))
 
 
 _HELD: dict[str, IO[str]] = {}  # the gate and the room, held exclusively across consecutive alone tests

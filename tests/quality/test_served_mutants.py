@@ -57,13 +57,20 @@ URL_RUN_OF: dict[str, Callable[..., tuple[int, str]]] = {}  # a test's name -> i
 
 
 def url_run_of(run: Callable[..., tuple[int, str]]) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Declare the URL property run a test judges (``run`` takes the test's parameters it names). Under
-    ``pytest -n``, the tests with a declared run stay on one worker (an xdist group), which starts their runs
-    side by side; the module's load tests go to any worker."""
+    """Declare the URL property run a test judges (``run`` takes the test's parameters it names)."""
     def declare(test: Callable[..., None]) -> Callable[..., None]:
         URL_RUN_OF[test.__name__] = run
-        return pytest.mark.xdist_group("served-mutants-url-runs")(test)
+        return test
     return declare
+
+
+def declared_run(item: pytest.Item) -> tuple[Callable[..., tuple[int, str]], dict[str, Any]] | None:
+    run = URL_RUN_OF.get(getattr(item, "originalname", ""))
+    if run is None:
+        return None
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    wanted = inspect.signature(run).parameters
+    return run, {k: v for k, v in params.items() if k in wanted}
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +78,8 @@ def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[tuple[
     """Every selected test's declared run (by node id), SIDE_BY_SIDE at a time, the longest first
     (the notifications reference's, then the other notifications runs), all ended on return: a run that
     raised raises in its own test alone."""
-    jobs = {}
-    for item in request.session.items:
-        run = URL_RUN_OF.get(getattr(item, "originalname", ""))
-        if run is not None and item.module is request.module and item.get_closest_marker("xdist_group"):
-            params = item.callspec.params if hasattr(item, "callspec") else {}
-            wanted = inspect.signature(run).parameters
-            jobs[item.nodeid] = (run, {k: v for k, v in params.items() if k in wanted})
+    jobs = {item.nodeid: job for item in request.session.items
+            if item.module is request.module and (job := declared_run(item)) is not None}
     if set(jobs) <= set(_STARTED):  # this process ran them already: a module fixture may be set up again
         return _STARTED  # (pytest-xdist tears a worker's module fixtures down when its queue runs dry)
     first = sorted(jobs, key=lambda node: ("notifications" not in node, "reference" not in node))
@@ -90,9 +92,14 @@ _STARTED: dict[str, Future[tuple[int, str]]] = {}  # every run this process star
 
 
 @pytest.fixture
-def url_run(request: pytest.FixtureRequest, side_by_side_runs: dict[str, Future[tuple[int, str]]]) -> tuple[int, str]:
-    """This test's URL property run: its exit code and output."""
-    return side_by_side_runs[request.node.nodeid].result()
+def url_run(request: pytest.FixtureRequest) -> tuple[int, str]:
+    """This test's URL property run: its exit code and output. Under ``pytest -n`` the workers are the lanes:
+    each test runs its own, as they come, so the runs go side by side over the workers (an xdist group did not
+    hold with every pytest); alone, the module's runs go SIDE_BY_SIDE at a time before the first test."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run, kwargs = declared_run(request.node)  # type: ignore[misc]
+        return run(**kwargs)
+    return request.getfixturevalue("side_by_side_runs")[request.node.nodeid].result()
 
 
 def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
