@@ -69,6 +69,7 @@ def test_the_drf_shop_passes_the_properties_with_its_rule_stated_and_they_list_t
     assert "tickets: release lag (s): 3" in text, text[-4000:]
 
 
+@pytest.mark.alone  # the late sale hangs on the shop's expiry job's timing: beside other tests it went unseen once
 def test_the_drf_shop_fails_expired_hold_is_never_sold_by_the_seeds_rule() -> None:
     # The load's late payments come just past each lapse; the shop's job (every 2 s) sells them unless it
     # ran in between. The opening's holds lapse together, so one tick decides a run's payments: about 1
