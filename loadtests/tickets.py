@@ -40,6 +40,13 @@ RETRY_SHARE = 0.01  # client retries reusing their request id
 # Buyers who give every check a chance to fail (a check that cannot fail says nothing):
 LATE_CONFIRM_SHARE = 0.05  # of abandoned holds: the buyer pays after the hold lapsed (must be refused)
 MIN_LATE_CONFIRMS = 5  # per process
+# The opening's holds are all taken within a fraction of a second, so they lapse together: a target that
+# releases lapsed holds in a periodic job decides all their late payments with one tick of it (whether it ran
+# between the lapse and the payment is luck). The late wave's holds spread over LATE_WAVE_SECONDS: of them,
+# holds whose lapses lie LATE_PAYER_SPACING apart are paid late, so whatever the job's period (up to the
+# wave's length), some late payment comes before its next tick.
+LATE_PAYER_SPACING = 0.2  # s between the lapses of the late wave's late payers
+LATE_WAVE_PAYERS = 10  # per process, at most
 DOUBLE_CANCEL_SHARE = 0.3  # of cancels: sent twice (the units must come back once)
 OTHER_QUANTITY_SHARE = 0.005  # requests replayed with the same id and another quantity (must be refused)
 LATE_WAVE_SECONDS = 2.0
@@ -84,6 +91,7 @@ class TicketsOpening(Scenario):
         self._arrivals: list[Arrival] | None = None
         self._buyers = buyer_names(2_000, spec.seed)
         self._late_confirms = 0
+        self._late_wave_lapses: list[float] = []  # monotonic instants the late wave's late payers' holds lapse
 
     def params(self) -> dict[str, Any]:
         return {"quota": self.quota, "opening requests": self.requests, "opening seconds": self.seconds,
@@ -153,14 +161,15 @@ class TicketsOpening(Scenario):
             arr = []
             for i, t in enumerate(opening):
                 qty = 1 if rnd.random() < self.p_single else 2
-                arr.append(Arrival(t, "reserve", (i, qty, rnd.random() < RETRY_SHARE)))
+                arr.append(Arrival(t, "reserve", (i, qty, rnd.random() < RETRY_SHARE, False)))
             # late buyers after the window: enough to take back what expired or was cancelled
             returned = self.quota * (1 - CONFIRM_SHARE * (1 - CANCEL_SHARE))
             late_n = max(1, round(returned / 1.4 * 1.5))
             start = self.seconds + self.hold * 1.05
             for j in range(late_n):
                 qty = 1 if rnd.random() < self.p_single else 2
-                arr.append(Arrival(start + j * LATE_WAVE_SECONDS / late_n, "reserve", (len(opening) + j, qty, False)))
+                arr.append(Arrival(start + j * LATE_WAVE_SECONDS / late_n, "reserve",
+                                   (len(opening) + j, qty, False, True)))
             self._arrivals = arr
         return self._arrivals
 
@@ -174,7 +183,7 @@ class TicketsOpening(Scenario):
     def reserve(self, ctx: Context, a: Arrival) -> None:
         d = ctx.driver
         rnd = ctx.random
-        i, qty, retry = a.data
+        i, qty, retry, late_wave = a.data
         buyer = f"{self._buyers[i % len(self._buyers)]}-{i}"
         op = d.reserve(self.quota_id, buyer, qty, _request_id(i), process=f"buyer-{i}", intended_time=ctx.intended(a.t))
         if retry:  # the client did not trust the answer and sends the same request again
@@ -182,13 +191,27 @@ class TicketsOpening(Scenario):
         elif rnd.random() < OTHER_QUANTITY_SHARE:  # the same request id, another quantity: a 422
             ctx.later(0.2, "retry", (i, 3 - qty))
         if op.type == OK and op.value["status"] == "held":
-            if rnd.random() < CONFIRM_SHARE:
+            if late_wave and self._spread_late_payer(op.value):
+                late = _expires_in(op.value, self.hold) + _after_lapse(tolerance_of(d)) + rnd.uniform(0.05, 0.3)
+                ctx.later(late, "confirm", op.value["reservation_id"])
+            elif rnd.random() < CONFIRM_SHARE:
                 ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
             elif rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
                 # pays after the hold lapsed: must not be sold (a few on every run, whatever the scale)
                 self._late_confirms += 1
                 late = _expires_in(op.value, self.hold) + _after_lapse(tolerance_of(d)) + rnd.uniform(0.05, 0.5)
                 ctx.later(late, "confirm", op.value["reservation_id"])
+
+    def _spread_late_payer(self, reservation: dict[str, Any]) -> bool:
+        """Whether this late-wave hold is paid late: its lapse is LATE_PAYER_SPACING past the last late
+        payer's (and fewer than LATE_WAVE_PAYERS were chosen)."""
+        lapse = time.monotonic() + _expires_in(reservation, self.hold)
+        last = self._late_wave_lapses[-1] if self._late_wave_lapses else None
+        if len(self._late_wave_lapses) >= LATE_WAVE_PAYERS or (last is not None and lapse - last < LATE_PAYER_SPACING):
+            return False
+        self._late_wave_lapses.append(lapse)
+        self._late_confirms += 1
+        return True
 
     def retry(self, ctx: Context, a: Arrival) -> None:
         i, qty = a.data
@@ -334,7 +357,7 @@ class TicketsLeaseFaults(TicketsOpening):
             times = arrival_times(constant(self.rate, self.seconds, "lease-faults"), self.spec.spacing,
                                   self.spec.seed)
             rnd = random.Random(self.spec.seed)
-            self._arrivals = [Arrival(t, "reserve", (i, 1 if rnd.random() < self.p_single else 2, False))
+            self._arrivals = [Arrival(t, "reserve", (i, 1 if rnd.random() < self.p_single else 2, False, False))
                               for i, t in enumerate(times)]
         return self._arrivals
 
@@ -345,7 +368,7 @@ class TicketsLeaseFaults(TicketsOpening):
         return {**super().handlers(), "reserve": self.reserve_under_faults}
 
     def reserve_under_faults(self, ctx: Context, a: Arrival) -> None:
-        i, qty, _ = a.data
+        i, qty, _, _ = a.data
         op = ctx.driver.reserve(self.quota_id, f"{self._buyers[i % len(self._buyers)]}-{i}", qty, _request_id(i),
                                 process=f"buyer-{i}", intended_time=ctx.intended(a.t))
         if op.value == "busy" or op.type == INFO:  # "try again" (or no answer), with the same
