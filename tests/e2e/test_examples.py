@@ -128,10 +128,7 @@ def verdict_of(out: subprocess.CompletedProcess[str]) -> str:
     return text[text.index("peakproof verdict"):] if "peakproof verdict" in text else text[-3000:] + out.stderr
 
 
-# alone: the tickets shop's 0.2 s holds lapse in real time; beside the suite's other tests its property run
-# gave a check no chance now and then (units returned, a confirm after a lapse: INCONCLUSIVE, exit 2), and it
-# did once in a quiet serial run too (issue 36's due moments are where that belongs)
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.alone) if c == "tickets" else c for c in sorted(BROKEN)])
+@pytest.mark.parametrize("case", sorted(BROKEN))
 def test_an_example_passes_through_its_driver_and_its_broken_variant_fails_naming_its_bug(case: str) -> None:
     """``peakproof run --driver``: the properties over the URL and a short load on the good variant; the
     broken one FAILs naming its bug in the stage given (the other would too: see the issue's note)."""
