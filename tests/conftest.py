@@ -9,7 +9,7 @@ or a child process without the marker that says so (markers declared in pyprojec
 * A test that uses the plugin's serving fixtures (``serve_tickets``, ``tickets_url``) needs
   ``http`` even when another test started the session's server first.
 
-Tests run three at a time (``pytest -n 3``, pytest-xdist). A test whose verdict reads the machine
+Tests run four at a time (``pytest -n 4``, pytest-xdist). A test whose verdict reads the machine
 (a calibration, the tenancy meter, a test that accepts INCONCLUSIVE naming a neighbour) is marked
 ``alone``: no other test runs beside it (:func:`pytest_runtest_protocol`, a readers-writer lock
 between the workers), so the neighbour it would measure is never the suite's own. They are sorted first.
@@ -189,7 +189,7 @@ TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "properties
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """What each tier cost: the tests' own time (setup, call, teardown), summed; with -n 3 three run at once."""
+    """What each tier cost: the tests' own time (setup, call, teardown), summed; with -n 4 four run at once."""
     spent: dict[str, float] = {}
     count: dict[str, int] = {}
     for reports in terminalreporter.stats.values():
