@@ -136,10 +136,13 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 # Every test holds the room shared; an ``alone`` test holds it exclusively. A gate in front of the room keeps
 # a waiting ``alone`` test from starving: while it waits, no new test enters.
 
-def _locks() -> tuple[Path, Path] | None:
+def _locks(config: pytest.Config) -> tuple[Path, Path] | None:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one run
-    if not run:
-        return None  # one process: nothing runs beside anything
+    # Only an xdist worker takes the locks. A pytest a test starts (a fourth case's properties, a
+    # pytester run) inherits the worker's environment, but its parent test already holds the room:
+    # waiting at the gate behind an alone test that waits for that room would never end (it did, at -n 4)
+    if not run or not hasattr(config, "workerinput"):
+        return None  # one process, or a child of a test: nothing to wait for
     base = Path(tempfile.gettempdir()) / f"peakproof-tests-{run}"
     return base.with_suffix(".gate"), base.with_suffix(".room")
 
@@ -159,7 +162,7 @@ def _is_alone(item: pytest.Item | None) -> bool:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    paths = _locks()
+    paths = _locks(item.config)
     if paths is None:
         return (yield)
     alone = _is_alone(item)

@@ -176,24 +176,20 @@ class HttpNotifications(HttpDriver):
                           f"/notifications/{notification_id}", None, _notification, process=process,
                           intended_time=intended_time, name="GET notification")
 
+    def providers(self) -> "Providers":
+        """The provider simulator at ``provider_url``, its side calls recorded in this driver's history
+        over this driver's transport (one place says how the simulator is spoken to: :class:`Providers`)."""
+        return Providers(self.provider_url or "", history=self.history, transport=self.transport, timeout=self.timeout,
+                         slow_transport=self._slow)
+
     def provider_calls(self) -> list[dict[str, Any]]:
         """The providers' record (``GET {provider_url}/calls``); the history keeps its size only."""
-        if not self.provider_url:
-            return []
-        op, doc = self.side_call("provider_calls", "GET", f"{self.provider_url}/calls", parse=_calls,
-                                 keep=lambda d: {"calls": len(d["calls"])}, slow=True)
-        if doc is None:
-            from ...errors import TargetError
-
-            raise TargetError(f"the providers' record at {self.provider_url}/calls could not be read: "
-                              f"{op.value} {op.error or ''}".strip())
-        return doc["calls"]
+        return self.providers().calls() if self.provider_url else []
 
     def provider_config(self, *, replace: bool = True, **config: Any) -> Op:
         """The simulator's failure model: ``PUT {provider_url}/config`` replaces all of it (fields not
         given take their defaults: what every run does first); ``replace=False`` POSTs a change."""
-        return self.side_call("provider_config", "PUT" if replace else "POST", f"{self.provider_url}/config",
-                              config, args=config)[0]
+        return self.providers().config(replace=replace, **config)
 
     def breakers(self) -> dict[str, Any] | None:
         """The reference target's ``/_breakers`` (None from a target without it)."""
