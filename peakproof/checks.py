@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterable, Iterator, Literal, TypeVar
 
+from .timefmt import moment
+
 Validity = bool | Literal["unknown", "waived"]  # waived: undecided, and the user said why (--without)
 
 UNITS = ("s", "share", "count", "violations")
@@ -68,6 +70,37 @@ def _one(v: Any, unit: str) -> str:
     return f"{v:,}"
 
 
+DueEnd = Literal["held", "violated", "undecided"]
+DUE_KEPT = 500  # due moments a result's JSON keeps (the violated first): a feed run has one per reader and post
+
+
+@dataclass(frozen=True)
+class Due:
+    """A moment at which the stated rules made something due (a breaker open, a lapsed hold's units
+    back, a post visible), and how it ended: ``held`` (done in time), ``violated`` (not done:
+    ``detail`` says what happened instead) or ``undecided`` (``detail`` says why it could not be
+    judged). ``at`` is epoch seconds, on the clock the history and the record were kept by."""
+
+    what: str
+    at: float
+    ended: DueEnd
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"{self.ended}: {self.what}, due at {moment(self.at)}" + (f": {self.detail}" if self.detail else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"what": self.what, "at": self.at, "ended": self.ended, "detail": self.detail}
+
+
+def due_counts(due: Iterable[Due]) -> dict[str, int]:
+    """How the due moments ended: {"held": n, "violated": n, "undecided": n} (every key, zeros too)."""
+    out = {"held": 0, "violated": 0, "undecided": 0}
+    for d in due:
+        out[d.ended] += 1
+    return out
+
+
 @dataclass
 class CheckResult:
     name: str
@@ -80,6 +113,8 @@ class CheckResult:
     chance_kind: str = ""  # what a chance is, e.g. "late confirms"
     actual: Measure | None = None  # what was measured (None: an invariant, counted in violations)
     limit: Measure | None = None
+    due: list[Due] = field(default_factory=list)  # the moments the rules made the promise due, each as it ended
+    due_total: dict[str, int] | None = None  # how every due moment ended, when ``due`` holds only some (from JSON)
 
     @property
     def failed(self) -> bool:
@@ -106,6 +141,9 @@ class CheckResult:
                 text += f"\n    {ex!r}"
         if self.chances is not None:
             text += f"\n  chances: {self.chances:,} {self.chance_kind}".rstrip()
+        if self.due:
+            text += "\n  due: " + ", ".join(f"{n:,} {end}" for end, n in self.due_ended().items() if n)
+            text += "".join(f"\n    {d.line()}" for d in self.due_kept(3))
         if self.note:
             text += f"\n  note: {self.note}"
         return text
@@ -128,8 +166,18 @@ class CheckResult:
         text = f"[{mark}] {self.name}: Actual {actual} / Limit {limit}"
         if self.chances is not None:
             text += f"; chances {self.chances:,} {self.chance_kind}".rstrip()
+        if self.due:
+            text += "; due moments: " + ", ".join(f"{n:,} {end}" for end, n in self.due_ended().items() if n)
         why = self.why()
         return text + (f"\n      {why}" if why else "")
+
+    def due_ended(self) -> dict[str, int]:
+        """How the due moments ended: {"held": n, "violated": n, "undecided": n}."""
+        return dict(self.due_total) if self.due_total is not None else due_counts(self.due)
+
+    def due_kept(self, n: int = DUE_KEPT) -> list[Due]:
+        """The first ``n`` due moments worth reading: the violated ones first, then by time."""
+        return sorted(self.due, key=lambda d: (d.ended != "violated", d.at))[:n]
 
     def why(self) -> str | None:
         """What to read first: the violation when it failed, the reason when it is undecided."""
@@ -143,13 +191,16 @@ class CheckResult:
                 "examples": [repr(e) for e in self.examples[:5]], "note": self.note,
                 "chances": self.chances, "chance_kind": self.chance_kind,
                 "actual": self.actual.to_json() if self.actual else None,
-                "limit": self.limit.to_json() if self.limit else None}
+                "limit": self.limit.to_json() if self.limit else None,
+                **({"due": [d.to_json() for d in self.due_kept()], "due_total": self.due_ended()} if self.due else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "CheckResult":
         return cls(d["name"], d["valid"], d.get("counts", {}), d.get("first_violation"), d.get("examples", []),
                    d.get("note"), d.get("chances"), d.get("chance_kind", ""), Measure.from_json(d.get("actual")),
-                   Measure.from_json(d.get("limit")))
+                   Measure.from_json(d.get("limit")),
+                   [Due(x["what"], x["at"], x["ended"], x.get("detail", "")) for x in d.get("due") or ()],
+                   d.get("due_total"))
 
 
 class Violations:
@@ -169,7 +220,7 @@ class Violations:
             self.examples.append(evidence[0] if len(evidence) == 1 else evidence)
 
     def result(self, name: str, counts: dict[str, Any], unknown: bool = False, note: str | None = None, *,
-               chances: int | None = None, chance_kind: str = "") -> CheckResult:
+               chances: int | None = None, chance_kind: str = "", due: list[Due] | None = None) -> CheckResult:
         """False on any violation; else "unknown" when ``unknown`` or when ``chances`` is 0
         (nothing could have violated it: not exercised); else True."""
         if self.count:
@@ -180,7 +231,7 @@ class Violations:
         else:
             valid = "unknown" if unknown else True
         return CheckResult(name, valid, {**counts, "violations": self.count}, self.first, self.examples, note,
-                           chances, chance_kind)
+                           chances, chance_kind, due=list(due or ()))
 
 
 def judge_answer(op: Any, asked: dict[str, Any], v: Violations) -> bool:

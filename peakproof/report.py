@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .checks import CheckResult
+from .timefmt import moment
 from .verdict import Outcome, Verdict, judge_results
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"]
@@ -167,6 +168,9 @@ def render(r: RunReport) -> str:
     for key, value in r.details.items():
         parts.append(f"<h3>{html.escape(key)}</h3>"
                      + (_kv_table(value) if isinstance(value, dict) else f"<pre>{html.escape(str(value))}</pre>"))
+    for res in [*r.checks, *r.slos]:
+        if res.due:
+            parts.append(_due_table(res))
     for group in (r.load, r.checks, r.slos):
         for res in group:
             if res.examples:
@@ -191,6 +195,23 @@ def _results_table(results: list[CheckResult]) -> str:
                     f"<td>{html.escape(res.why() or '')}</td></tr>")
     return ("<table><tr><th></th><th>property</th><th>chances to fail</th><th>violations</th><th>Actual</th>"
             "<th>Limit</th><th>first violation / note</th></tr>" + "".join(rows) + "</table>")
+
+
+DUE_SHOWN = 50  # due moments listed per check: the violated ones first, then by time
+
+
+def _due_table(res: CheckResult) -> str:
+    """The moments the rules made ``res``'s promise due and how each ended (the violated first)."""
+    ended = res.due_ended()
+    counts = ", ".join(f"{n:,} {end}" for end, n in ended.items() if n)
+    shown = res.due_kept(DUE_SHOWN)
+    css = {"held": "pass", "violated": "fail", "undecided": "unknown"}
+    rows = "".join(f"<tr><td class='{css[d.ended]}'>{d.ended}</td><td>{html.escape(moment(d.at))}</td>"
+                   f"<td>{html.escape(d.what)}</td><td>{html.escape(d.detail)}</td></tr>" for d in shown)
+    total = sum(ended.values())
+    more = f"<p class='note'>{total - len(shown):,} more not listed.</p>" if total > len(shown) else ""
+    return (f"<h3>{html.escape(res.name)}: moments it fell due ({counts})</h3><table><tr><th>ended</th>"
+            f"<th>due at</th><th>what was due</th><th>what happened</th></tr>{rows}</table>{more}")
 
 
 def _fmt_count(v: Any) -> str:

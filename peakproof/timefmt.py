@@ -25,3 +25,11 @@ def parse_time(value: Any, field: str = "time") -> float:
 def format_time(epoch: float) -> str:
     """Epoch seconds -> RFC 3339 in UTC with microseconds (what the contracts emit)."""
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def moment(t: float) -> str:
+    """A moment for a sentence: the time of day in UTC to the millisecond for epoch seconds, or the
+    seconds of a virtual clock (an in-process run's, which starts near 0)."""
+    if t < 1e9:
+        return f"t={t:,.3f} s (virtual clock)"
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S.%f")[:-3] + " UTC"
