@@ -23,7 +23,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, NotificationsAnalysis, Providers,
                                            check_notifications, provider_record)
 from peakproof import nemesis
-from peakproof.cases.notifications.breaker import DECIDED_BEFORE
+from peakproof.cases.notifications.breaker import DECIDED_BEFORE, HEARD_LATE, due_openings
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK
 from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for
@@ -461,6 +461,97 @@ class OverHttp(SendsNotifications):
         """Five rounds of the target's (backoff plus a lost answer's timeout), 2 to 10 s: a target with
         the seed's 30 s rounds cannot finish its cascades within a property's step anyway."""
         return min(10.0, max(2.0, 5 * (self.rules.backoff + self.rules.answer_timeout)))
+
+
+def test_a_channel_that_keeps_failing_is_skipped_once_its_breaker_is_due(notifications_target: Target) -> None:
+    """Push down while the notifications of recipients who prefer it keep coming, every run: the state
+    machines drive a channel down only now and then, and never for sure long enough, so whether a
+    breaker ever fell due was chance. Here it always does: push fails every call, as many
+    notifications go out as the stated breaker needs failures to open (and a few more); once the
+    providers' record shows the moment it fell due, more notifications for those recipients go out
+    while it must still be open, and ``breaker_opens_when_due`` judges that moment, as every history."""
+    t = notifications_target
+    down: set[str] = set()
+    if t.in_process:
+        rules = IN_VIRTUAL_TIME
+        d = t.new_driver(outcome=lambda call: "transient" if getattr(call, "channel") in down else "ok", backoff=30.0)
+        providers = None
+        record = d.provider_calls
+    else:
+        if not t.provider_url:
+            pytest.skip("needs --target-url .../notifications and --provider-url")
+        rules = t.rules or DeliveryRules()
+        d = t.new_driver()
+        t.require(d, "setup")
+        providers = Providers(t.provider_url, history=d.history)
+        assert providers.config().type == OK, "the providers refused a reset of their configuration"
+        record = lambda: provider_record(d, providers.base, d.history)  # noqa: E731
+    run = f"due-{uuid.uuid4().hex[:8]}-"
+    people = []
+    for i in range(4):  # push first, and two healthy channels to go to instead
+        rid = f"{run}r{i}"
+        op = d.put_recipient(rid, ["push", "sms", "email"], {"push_token": f"tok{run}{i}", "phone": f"+90555{i:07d}",
+                                                             "email": f"r{i}{run}@example.com"})
+        t.off_contract(op, "PUT recipient (set-up)")
+        assert op.type == OK, f"could not set up a recipient: {op!r}"
+        people.append(rid)
+    sent = 0
+
+    def send(n: int, why: str) -> None:
+        nonlocal sent
+        for _ in range(n):
+            op = d.notify(f"{run}ev{sent}", people[sent % len(people)], "reminder", "Hatırlatma", why)
+            assert op.type == OK, f"a valid notification must be accepted. Actual: {op!r}"
+            sent += 1
+            if providers is None:
+                d.advance(0.01)  # virtual time: one call after another, as real time has them
+
+    def due_moments() -> list[float]:
+        everything = record()
+        a = NotificationsAnalysis(d.history, [c for c in everything if c["recipient_id"].startswith(run)],
+                                  channel_calls=everything, **rules.judging())
+        return [at for at, _ in due_openings(a, "push")]
+
+    if providers is None:
+        down.add("push")
+    else:
+        op = nemesis.inject(d.history, "channel_down", lambda: providers.config(replace=False, down=["push"]).type == OK,
+                            channel="push")
+        assert op.type == OK, f"the nemesis could not take push down: {op!r}"
+    def judged() -> list[Any]:
+        everything = record()
+        mine = [c for c in everything if c["recipient_id"].startswith(run)]
+        # The delivery ratio is for a load, not for a channel held down on purpose; a check this history gave
+        # no chance said nothing here (no permanent failure, no backlog, no status read), and is not claimed.
+        return [*(r for r in check_notifications(d.history, mine, channel_calls=everything, rules=rules,
+                                                 **({"answer_latency": 0.0} if providers is None else {}))
+                  if r.name != "delivery_ratio_at_least" and (r.failed or r.chances != 0)),
+                t.server_errors(d.history.ops)]
+
+    # From when the target surely heard the failure and decided anew (the check's own margin), plus a hair.
+    after = max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * rules.breaker_cool_down)) + 0.05
+    send(rules.breaker_min_failures + 4, "push is down")
+    seen: list[float] = []
+    for _ in range(3):  # bounded: a moment whose skips came too late to judge (a busy machine) gets another
+        deadline = d.now() + 2 * rules.answer_timeout + 5.0  # a target that never calls push makes none due
+        while not (moments := [m for m in due_moments() if m not in seen]) and d.now() < deadline:
+            d.advance(0.05)
+        if not moments:
+            break
+        seen += moments
+        d.advance(max(0.0, moments[-1] + after - d.now()))  # while it must be open
+        send(6, "push is down, its breaker due")
+        d.advance(0.3 if providers is not None else 0.0)  # their first calls reach the providers
+        if next(r for r in judged() if r.name == "breaker_opens_when_due").decided:
+            break
+        # past the cool-down, a notification for push: the probe (down, it fails) makes the breaker due again
+        d.advance(max(0.0, moments[-1] + rules.breaker_cool_down + 0.1 - d.now()))
+        send(2, "push is down, its cool-down over")
+    if providers is None:
+        down.clear()
+    else:
+        nemesis.lift(d.history, nemesis.ALL, lambda: providers.config().type == OK)
+    assert_checks(judged(), decided=("breaker_opens_when_due",))
 
 
 def test_a_served_target_keeps_every_invariant_over_http(notifications_target: Target,

@@ -72,11 +72,16 @@ def test_the_peak_and_push_down_scenarios_pass_against_the_reference_target(prov
     with ServedTarget("notifications", provider_url=providers.base, backoff=1.0, breaker_cool_down=2) as target:
         for scenario in ("notifications-peak", "notifications-push-down"):
             rc, doc, out = run_locust(target.url, scenario, tmp_path, "--scale", "0.1", "--duration", "5",
-                                      "--provider-url", providers.base, "--time-scale", "30")
+                                      "--provider-url", providers.base, "--time-scale", "30", "--backoff", "1",
+                                      "--breaker-cool-down", "2")  # the rules it was served with, stated
             calls = doc["details"]["provider calls"]
             print(f"\n{scenario}: pass {doc['pass']}, calls {calls}")
             assert rc == 0, out[-3000:]
             assert check(doc, "checks", "one_delivery_per_event")["valid"] is True
             if scenario == "notifications-push-down":
                 assert calls["push"] < 0.2 * calls["total"]  # the breaker keeps the dead channel out
+                due = check(doc, "checks", "breaker_opens_when_due")  # push's breaker fell due, and opened
+                assert due["valid"] is True and due["chances"] >= 1 and due["due_total"]["held"] >= 1, due
+            else:  # nothing fell due at the peak: the check is not reported, rather than "not exercised"
+                assert not [r for r in doc["checks"] if r["name"] == "breaker_opens_when_due"], doc["checks"]
 

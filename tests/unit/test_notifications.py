@@ -30,7 +30,7 @@ def run_peak(n: int, *, policy: str = "cascade", providers: ProviderConfig | Non
     calls = d.provider_calls()
     # the in-process driver tells the core each outcome at once: no answer timeout to wait for
     results = {r.name: r for r in check_notifications(d.history, calls, rules=IN_VIRTUAL_TIME, answer_latency=0.0,
-                                                      saturated=False)}
+                                                      saturated=False, drives_down=bool(providers and providers.down))}
     results["urgent"] = urgent_mean_latency(NotificationsAnalysis(d.history, calls))
     print(f"\n{policy} {providers.down if providers else ''}: " + "; ".join(
         f"{k} {r.actual_limit()[0]}"
@@ -66,6 +66,10 @@ def test_with_push_down_the_cascade_holds_and_the_breaker_saves_the_wasted_calls
     assert r_on["delivery_ratio_at_least"].valid is True and r_off["delivery_ratio_at_least"].valid is True
     assert calls_off - calls_on > 0.4 * 10_000 * 0.55  # most push-first notifications skip the dead channel
     assert r_on["one_delivery_per_event"].valid is True
+    # the breaker fell due (push down): with it, each moment held; without it, the moment is a violation
+    on, off = r_on["breaker_opens_when_due"], r_off["breaker_opens_when_due"]
+    assert on.valid is True and on.chances >= 1 and on.due_ended()["violated"] == 0, on.summary()
+    assert off.valid is False and off.due_ended()["violated"] >= 1, off.summary()
 
 
 @pytest.mark.slow

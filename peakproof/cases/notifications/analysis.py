@@ -127,6 +127,8 @@ class NotificationsAnalysis:
             return c["at"] + (answer_timeout if self.unheard(c) else max(answer_latency, float(c.get("latency") or 0.0)))
 
         self._last_failed: dict[str, list[bool]] = defaultdict(list)  # per heard call: was it a failure
+        # every call as the target heard it, in order: (heard, arrived, failed | answered | permanent)
+        self._heard: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
         self._failed_heard: dict[str, list[float]] = defaultdict(list)  # when the target heard each failure
         self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
         self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
@@ -161,8 +163,10 @@ class NotificationsAnalysis:
             self._counted_cum[ch].append(self._counted_cum[ch][-1] + (failed or c["outcome"] == "permanent"))
             if c["outcome"] == "permanent" and not lost(c):
                 self._permanent_seen[ch].append(h)
+                self._heard[ch].append((h, c["at"], "permanent"))
                 continue  # the breaker's window holds calls that say something about the channel
             self._times[ch].append(h)
+            self._heard[ch].append((h, c["at"], "failed" if failed else "answered"))
             self._last_failed[ch].append(failed)
             # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)

@@ -1,11 +1,14 @@
-"""The channel breaker, rebuilt from the providers' record, and the two checks that judge a
-skipped preferred channel against it: ``preference_respected`` (the first call goes to the
-preferred channel unless it was failing transiently) and ``breaker_counts_only_transient``
-(a breaker never opens on permanent failures).
+"""The channel breaker, rebuilt from the providers' record, and the three checks that judge the
+skips of a preferred channel against it: ``preference_respected`` (the first call goes to the
+preferred channel unless it was failing transiently), ``breaker_counts_only_transient`` (a
+breaker never opens on permanent failures) and ``breaker_opens_when_due`` (once the stated
+count of transient failures is reached, the channel is skipped for the cool-down: each moment
+that fell due is judged, and one that passed without a skip is a violation, not "not exercised").
 
 Each channel's window is rebuilt from provider-side times (when the target heard each
 answer: its latency, or ``answer_timeout`` for one it never heard), judged with a 25%
-margin (:attr:`NotificationsAnalysis.suspicious_below`). Both checks are in
+margin (:attr:`NotificationsAnalysis.suspicious_below`) where a skip is excused; where one is
+due, only with the stated count reached. The checks are in
 ``NOTIFICATIONS_CHECKS``; :mod:`peakproof.cases.notifications.checks` re-exports them.
 """
 
@@ -15,10 +18,12 @@ import bisect
 from typing import Any
 
 from ... import providers as pv
-from ...checks import CheckResult, Violations
+from ...checks import CheckResult, Due, Violations, due_counts
+from ...timefmt import moment
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
-__all__ = ["DECIDED_BEFORE", "preference_respected", "breaker_counts_only_transient"]
+__all__ = ["DECIDED_BEFORE", "HEARD_LATE", "preference_respected", "breaker_counts_only_transient",
+           "breaker_opens_when_due", "due_openings"]
 
 
 def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
@@ -263,6 +268,140 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
                   f"last {a.breaker_window} calls: the breaker counted a permanent failure and reopened", first)
     return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
                     chance_kind="first calls while permanent failures alone would open a breaker")
+
+
+# -- due, not done: the moments the stated rules made a breaker open ------------------------------------------
+
+HEARD_LATE = 0.25  # s: the target hears an answer after the providers' record says it was given, by this at most
+
+
+def due_openings(a: NotificationsAnalysis, channel: str) -> list[tuple[float, str]]:
+    """When the stated breaker had to open on ``channel``, and why: (moment, reason), in order.
+
+    Closed, it opens once the transient failures among its last ``breaker_window`` calls heard
+    (permanent answers aside: they are about an address) reach ``breaker_min_failures``, counted
+    over the calls heard since its window was last cleared, and over a window shortened by the
+    answers heard within :data:`HEARD_LATE` after (a target that heard those first would have
+    pushed older failures out with them; failures heard then would only add to its count). Open, the calls made before its cool-down could be over say
+    nothing; the first call that reached the channel after that (its probe, or a call that was
+    no probe) decides: a failure heard is a moment it had to be open again; an answer, a
+    permanent one too (the channel is up), closes it, its window cleared."""
+    window, need, cd = a.breaker_window, a.breaker_min_failures, a.breaker_cool_down
+    out: list[tuple[float, str]] = []
+    heard: list[float] = []  # the window's calls (non-permanent) heard since it was last cleared
+    fails: list[int] = [0]  # running count of failures among them
+    answers = [h for h, _, kind in a._heard.get(channel, []) if kind == "answered"]
+    opened: float | None = None
+    for h, arrived, kind in a._heard.get(channel, []):
+        if opened is not None:
+            if arrived < opened + 0.75 * cd - 0.25:
+                continue  # made before its cool-down could be over: a call in flight, a retry, not a probe
+            if kind == "failed":
+                opened = h
+                out.append((h, f"a call to {channel} after its cool-down (its probe, or no probe at all) failed"))
+            else:
+                opened, heard, fails = None, [], [0]
+            continue
+        if kind == "permanent":
+            continue
+        heard.append(h)
+        fails.append(fails[-1] + (kind == "failed"))
+        if kind != "failed":
+            continue
+        late = bisect.bisect_right(answers, h + HEARD_LATE) - bisect.bisect_right(answers, h)
+        lo = max(0, len(heard) - max(1, window - late))
+        if fails[-1] - fails[lo] >= need:
+            opened = h
+            out.append((h, f"{fails[-1] - fails[lo]} transient failures among its last {len(heard) - lo} calls heard"))
+            heard, fails = [], [0]
+    return out
+
+
+def _first_calls_preferring(a: NotificationsAnalysis, channel: str) -> list[tuple[float, bool, dict[str, Any]]]:
+    """(arrival, went to ``channel``, call) for every first call of a recipient who prefers ``channel``
+    and had another channel surely closed then (sorted): the calls an open breaker must send elsewhere.
+    With every other channel possibly open, a target may call the preferred one all the same."""
+    cache: dict[str, list[tuple[float, bool, dict[str, Any]]]] = a.__dict__.setdefault("_firsts_preferring", {})
+    if channel not in cache:
+        found = []
+        for key, cs in a.calls_by_key.items():
+            r = a.recipients.get(key[1])
+            if r is None or not cs or not r["channels"] or r["channels"][0] != channel:
+                continue
+            at = cs[0]["at"]
+            others = {c for c in [*r["channels"], *_addressed(r)] if c != channel and c in pv.CHANNELS}
+            if any(not _could_be_open(a, c, at, proof=False) and not _could_be_open(a, c, at - DECIDED_BEFORE,
+                                                                                 proof=False) for c in others):
+                found.append((at, channel in {c["channel"] for c in _first_round(cs)}, cs[0]))
+        cache[channel] = sorted(found, key=lambda f: f[0])
+    return cache[channel]
+
+
+def _judged(a: NotificationsAnalysis, channel: str, due: float, why: str) -> tuple[Due, list[dict[str, Any]]]:
+    """How one due opening ended, and the first calls that went through it. The breaker must skip the
+    channel from when the target had surely heard the failure and decided anew (:data:`HEARD_LATE` and
+    :data:`DECIDED_BEFORE` after; up to a second after when the cool-down is long enough to spare it,
+    for a target that a busy machine slowed) until its cool-down is over (it opened no earlier than
+    the record's moment; 0.1 s for the clocks' grain), or until an answer from the channel (a probe
+    of an opening that came earlier on the target's own count may have closed it). Two first calls
+    let through in that time are the violation: one may be such a probe."""
+    cd = a.breaker_cool_down
+    start, end = due + max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * cd)), due + cd - 0.1
+    answers = a.__dict__.setdefault("_answers_heard", {}).setdefault(
+        channel, sorted(h for h, _, kind in a._heard.get(channel, []) if kind != "failed"))
+    j = bisect.bisect_right(answers, due)
+    if j < len(answers) and answers[j] < end:
+        end = answers[j]
+    what = f"{channel}'s breaker open ({why}; stated: {a.breaker_min_failures} in {a.breaker_window}, " \
+           f"{cd:g} s before a probe)"
+    if end - start <= 0:
+        return Due(what, due, "undecided", f"no time to judge: an answer from {channel} came, or the stated "
+                                            f"cool-down ({cd:g} s) is within the clock's slack"), []
+    firsts = _first_calls_preferring(a, channel)
+    ats = [at for at, _, _ in firsts]
+    window = firsts[bisect.bisect_right(ats, start):bisect.bisect_left(ats, end)]
+    through = [c for _, went, c in window if went]
+    skipped = len(window) - len(through)
+    span = f"between +{start - due:.2f} s and +{end - due:.2f} s"
+    if len(through) >= 2:
+        first = through[0]
+        return Due(what, due, "violated", f"{len(through)} of {len(window)} first calls of recipients who prefer "
+                                          f"{channel} went to it {span} (the first: event {first['event_id']!r} at "
+                                          f"+{first['at'] - due:.2f} s)"), through
+    if skipped:
+        return Due(what, due, "held", f"{skipped} first calls skipped {channel} {span}"
+                   + (" (one went to it: a probe, perhaps)" if through else "")), []
+    return Due(what, due, "undecided", f"no first call of a recipient who prefers {channel} (with another channel "
+                                       f"to use) fell {span}"), []
+
+
+@NOTIFICATIONS.register
+def breaker_opens_when_due(a: NotificationsAnalysis) -> CheckResult:
+    """Once a channel's transient failures reach the stated count in its window, its breaker opens
+    and the channel is skipped until the cool-down is over; a failed probe opens it again.
+
+    Each moment the stated rules made a breaker open (:func:`due_openings`) is judged by the
+    first calls of the recipients who prefer that channel in the time it had to stay open: held,
+    violated (it never opened), or undecided (no such first call then). The check's chances are
+    those moments; a run in which no breaker ever fell due did not put it to the test."""
+    v = Violations()
+    due: list[Due] = []
+    for channel in pv.CHANNELS:
+        for at, why in due_openings(a, channel):
+            moment_due, through = _judged(a, channel, at, why)
+            due.append(moment_due)
+            if moment_due.ended == "violated":
+                v.add(f"{moment_due.what} fell due at {moment(at)} and the channel was not skipped: "
+                      f"{moment_due.detail}", *through[:3])
+    ended = due_counts(due)
+    undecided = [d for d in due if d.ended == "undecided"]
+    note = None
+    if undecided:
+        note = (f"{len(undecided)} of {len(due)} due moments could not be judged; the first: "
+                f"{undecided[0].detail}")
+    return v.result("breaker_opens_when_due", {"due": len(due), "held": ended["held"], "undecided": ended["undecided"]},
+                    unknown=bool(due) and not ended["held"], note=note, chances=len(due),
+                    chance_kind="moments at which a breaker was due", due=due)
 
 
 def _addressed(r: dict[str, Any]) -> list[str]:

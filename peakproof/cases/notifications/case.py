@@ -22,12 +22,19 @@ def peak_rate() -> float:
     return float(scale(NotificationsParams())["peak_per_s"])
 
 
+# s: the shortest cool-down a shrunk run serves the reference with. A skip is judged from when the target
+# could have heard the failures and decided (0.5 s) until the cool-down could be over (a quarter early, less
+# 0.25 s): with 1 s nothing was left to judge; with 4 s, 2.25 s of every opening are.
+COOL_DOWN_FLOOR = 4.0
+
+
 def resolve(spec: RunSpec) -> RunSpec:
     """The target's rounds and cool-down as given, else the seed's 30 s and 10 s shrunk like the
-    scenario's time: what the embedded reference is served with and what every stage judges by."""
+    scenario's time (the cool-down no shorter than :data:`COOL_DOWN_FLOOR`): what the embedded
+    reference is served with and what every stage judges by."""
     ts = spec.number_time_scale
     return spec.with_case_options(backoff=spec.opt("backoff", 30.0 / ts),
-                                  breaker_cool_down=spec.opt("breaker_cool_down", max(1.0, 10.0 / ts)))
+                                  breaker_cool_down=spec.opt("breaker_cool_down", max(COOL_DOWN_FLOOR, 10.0 / ts)))
 
 
 def rules_of(spec: RunSpec) -> DeliveryRules:

@@ -3,7 +3,7 @@
 The scenarios in ``loadtests/notifications.py`` send, poll and fetch the providers' record; this
 module turns what they gathered into the checks, the charts and the details of the report, over
 one analysis. A scenario states what it must put to the test (:data:`Exercise`: a dead address
-meeting every channel, push skipped while down); a check that held while its count stayed 0 is
+meeting every channel); a check that held while its count stayed 0 is
 "unknown" (not exercised), never True.
 """
 
@@ -39,14 +39,14 @@ def exercised(results: list[CheckResult], counts: dict[str, int], exercises: Seq
 
 
 def judge_notifications(history: History, calls: list[dict[str, Any]], every_call: list[dict[str, Any]], *,
-                        rules: DeliveryRules, saturated: bool, exercises: Sequence[Exercise],
+                        rules: DeliveryRules, saturated: bool, exercises: Sequence[Exercise], drives_down: bool = False,
                         breakers: dict[str, Any] | None = None, unfinished: int = 0,
                         capacity: dict[str, Any] | None = None) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
     """The run's checks, charts and details. ``calls``: this run's provider calls; ``every_call``: all the
     providers saw (a breaker remembers earlier runs); ``breakers``: the reference's /_breakers, if any."""
     a = NotificationsAnalysis(history, calls, channel_calls=every_call, **rules.judging())
     counts = {what: count(a) for _, what, count in exercises}
-    checks = exercised(check_analysis(a, saturated=saturated), counts, exercises)
+    checks = exercised(check_analysis(a, saturated=saturated, drives_down=drives_down), counts, exercises)
     checks.append(urgent_mean_latency(a))
     t0 = min((op.invoke_time for op in history.ops if op.f == "notify"), default=time.time())
     details = {"provider calls": {"total": len(calls),

@@ -1,0 +1,103 @@
+"""``breaker_opens_when_due`` over records built by hand: the moments the stated rules made a
+breaker open, and how each ended (held, violated, undecided); a run in which none fell due did not
+put the promise to the test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from peakproof.cases.notifications import NotificationsAnalysis
+from peakproof.cases.notifications.breaker import breaker_opens_when_due, due_openings
+from peakproof.cases.notifications.checks import check_analysis
+from peakproof.history import OK, Op
+
+WINDOW, FAILURES, COOL_DOWN, TIMEOUT = 20, 4, 4.0, 0.5
+T0 = 1_700_000_000.0  # epoch seconds: the record's clock
+
+
+def recipient(rid: str, channels: list[str]) -> Op:
+    return Op("setup", "put_recipient", {"recipient_id": rid, "channels": channels,
+                                         "addresses": {"push_token": "t", "phone": "p", "email": "e"}}, 0, 0.0, type=OK)
+
+
+def call(at: float, channel: str, outcome: str, event: str, rid: str = "fan", latency: float = 0.02) -> dict[str, Any]:
+    return {"at": T0 + at, "channel": channel, "outcome": outcome, "recipient_id": rid, "event_id": event,
+            "idempotency_key": f"{event}/{rid}", "latency": latency}
+
+
+def analysis(calls: list[dict[str, Any]]) -> NotificationsAnalysis:
+    return NotificationsAnalysis([recipient("fan", ["push", "sms", "email"])], calls, breaker_window=WINDOW,
+                                 breaker_min_failures=FAILURES, answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+
+
+def push_goes_down(failures: int = FAILURES) -> list[dict[str, Any]]:
+    """Push answers ``failures`` first calls with a transient failure, 10 ms apart from 0.1 s; each
+    cascade's next round goes to SMS (delivered)."""
+    calls = [call(0.1 + 0.01 * i, "push", "transient", f"down{i}") for i in range(failures)]
+    return calls + [call(0.4 + 0.01 * i, "sms", "ok", f"down{i}") for i in range(failures)]
+
+
+def later(first: str, at: list[float]) -> list[dict[str, Any]]:
+    """Notifications whose first call went to ``first`` at each of ``at`` (s after T0)."""
+    return [call(t, first, "transient" if first == "push" else "ok", f"later{i}") for i, t in enumerate(at)]
+
+
+def test_push_skipped_while_its_breaker_must_be_open_is_a_due_moment_that_held() -> None:
+    r = breaker_opens_when_due(analysis(push_goes_down() + later("sms", [1.5, 2.0, 3.0])))
+    assert r.valid is True and r.chances == 1, r
+    (due,) = r.due
+    assert due.ended == "held" and abs(due.at - (T0 + 0.1 + 0.01 * (FAILURES - 1) + 0.02)) < 1e-6, due
+    assert "3 first calls skipped push" in due.detail
+
+
+def test_push_still_called_first_once_its_breaker_fell_due_is_a_violation_naming_the_moment() -> None:
+    r = breaker_opens_when_due(analysis(push_goes_down() + later("push", [1.5, 2.0, 3.0])))
+    assert r.valid is False and r.counts["violations"] >= 1, r
+    assert "push's breaker open (4 transient failures among its last 4 calls heard" in r.first_violation
+    assert "fell due at " in r.first_violation and "UTC" in r.first_violation
+    assert "3 of 3 first calls of recipients who prefer push went to it" in r.first_violation
+    assert r.due[0].ended == "violated"
+
+
+def test_one_call_let_through_may_be_a_probe_and_is_not_a_violation() -> None:
+    r = breaker_opens_when_due(analysis(push_goes_down() + later("push", [1.5]) + later("sms", [2.0, 3.0])))
+    assert r.valid is True, r
+    assert "a probe, perhaps" in r.due[0].detail
+
+
+def test_a_due_moment_with_no_recipient_to_skip_it_for_is_undecided_not_held() -> None:
+    r = breaker_opens_when_due(analysis(push_goes_down()))
+    assert r.valid == "unknown" and r.chances == 1, r
+    assert r.due[0].ended == "undecided" and "no first call of a recipient who prefers push" in r.note
+
+
+def test_calls_after_the_cool_down_are_not_judged_by_the_moment_before_it() -> None:
+    # first calls to push after the cool-down: a probe and the channel's traffic again, once it answered
+    calls = push_goes_down() + later("sms", [1.5]) + [call(4.3, "push", "ok", "probe")]
+    r = breaker_opens_when_due(analysis(calls + later("push", [4.6, 4.7, 4.8])))
+    assert r.valid is True and [d.ended for d in r.due] == ["held"], r
+
+
+def test_a_failed_probe_makes_the_breaker_due_again() -> None:
+    calls = push_goes_down() + [call(4.3, "push", "transient", "probe")]
+    moments = [at - T0 for at, _ in due_openings(analysis(calls), "push")]
+    assert len(moments) == 2 and abs(moments[1] - 4.32) < 1e-6, moments
+
+
+def test_too_few_transient_failures_or_permanent_ones_make_nothing_due() -> None:
+    fewer = push_goes_down(FAILURES - 1)
+    permanent = [call(0.1 + 0.01 * i, "push", "permanent", f"dead{i}") for i in range(2 * FAILURES)]
+    spread = [c for i in range(FAILURES) for c in (call(0.1 + i, "push", "transient", f"t{i}"),
+                                                   *(call(0.2 + i + 0.01 * j, "push", "ok", f"ok{i}-{j}")
+                                                     for j in range(WINDOW)))]
+    for calls in (fewer, permanent, spread):
+        assert due_openings(analysis(calls), "push") == []
+        r = breaker_opens_when_due(analysis(calls))
+        assert r.valid == "unknown" and r.chances == 0 and "not exercised" in r.note, r
+
+
+def test_a_run_that_drives_no_channel_down_reports_the_check_only_when_a_breaker_fell_due() -> None:
+    quiet, down = analysis(later("push", [1.0, 2.0])), analysis(push_goes_down() + later("sms", [1.5]))
+    assert "breaker_opens_when_due" not in {r.name for r in check_analysis(quiet, drives_down=False)}
+    assert "breaker_opens_when_due" in {r.name for r in check_analysis(quiet, drives_down=True)}
+    assert "breaker_opens_when_due" in {r.name for r in check_analysis(down, drives_down=False)}
