@@ -438,6 +438,36 @@ def tickets_expiry_job() -> None:
     Supervisor.__init__ = every_second  # type: ignore[method-assign]
 
 
+def tickets_returns_lapsed_units_late() -> None:
+    """A lapsed hold's units come back 10 s after the release lag the harness assumes when none is
+    stated (RELEASE_SLACK): the expiry job sees each hold's expiry that much later. Nothing else is
+    wrong: a confirm after the expiry is still refused."""
+    import heapq as _heapq
+
+    import targets.tickets.core as core
+    from peakproof.cases.tickets.rules import RELEASE_SLACK
+
+    late = RELEASE_SLACK + 10.0
+    shifted: dict[str, float] = {}
+
+    class LateHeap:  # the core's heapq, with every hold's place in the expiry queue pushed back once
+        def __getattr__(self, name: str) -> Any:
+            return getattr(_heapq, name)
+
+        def heappush(self, heap: list, item: tuple[float, str]) -> None:
+            at, rid = item
+            _heapq.heappush(heap, (max(at, shifted.setdefault(rid, at + late)), rid))
+
+    core.heapq = LateHeap()  # type: ignore[assignment]
+
+
+def notifications_breaker_never_opens() -> None:
+    """The breaker never opens: whatever a channel's failures, the cascade keeps calling it first."""
+    from targets.notifications.core import Breaker
+
+    Breaker._open = lambda self, now: None  # type: ignore[method-assign]
+
+
 def tickets_one_reservation_for_two_request_ids() -> None:
     """A reservation cache keyed on (quota, buyer) alone: a buyer's second request id, within the
     hold, gets the first request's reservation back (one reservation answering two request ids)."""
@@ -603,6 +633,8 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "feed-on-stdlib": ("feed", on_stdlib("feed")),
     "notifications-on-stdlib": ("notifications", on_stdlib("notifications")),
     "tickets-expiry-job": ("tickets", tickets_expiry_job),
+    "tickets-returns-lapsed-units-late": ("tickets", tickets_returns_lapsed_units_late),
+    "notifications-breaker-never-opens": ("notifications", notifications_breaker_never_opens),
     "tickets-one-reservation-for-two-request-ids": ("tickets", tickets_one_reservation_for_two_request_ids),
     "feed-http-semantics": ("feed", http_semantics()),
     "feed-epoch-times": ("feed", http_semantics("epoch")),

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...checks import CheckResult, Violations
+from ...checks import CheckResult, Due, Violations
 from ...history import Op
+from ...timefmt import moment
 from .analysis import FEED, FeedAnalysis, _cursor_id, _items, _key, _multi_item_reads
 
 
@@ -167,6 +168,7 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
     (unless the page is full of newer posts)."""
     v = Violations()
     chances = 0
+    due: dict[tuple[str, str], Due] = {}  # (reader, post): judged by the reader's first first page after it fell due
     for op in a.reads:
         if op.args.get("cursor"):
             continue
@@ -176,16 +178,29 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
         shown = set(got)
         # a chance: a first page whose model holds a post older than the window
         chances += any(op.invoke_time - a.published_at.get(k[1], op.invoke_time) >= a.window for k in live[:limit])
+        missing = False
         for key in live[:limit]:
-            age = op.invoke_time - a.published_at.get(key[1], op.invoke_time)
+            published = a.published_at.get(key[1], op.invoke_time)
+            age = op.invoke_time - published
+            if age < a.window:
+                continue
+            first = (op.args["user_id"], key[1]) not in due
+            what = f"post {key[1]} in {op.args['user_id']!r}'s first page"
             if key in shown or a._delete_sent.get(key[1], op.complete_seq) < op.complete_seq:
-                continue  # shown, or a delete sent before the read returned may have taken it
-            if age >= a.window and not (len(got) >= limit and got[-1] > key):
-                v.add(f"{op.args['user_id']!r}'s feed lacks post {key[1]} published {age:.1f} s before the read "
-                      f"(window {a.window:g} s)", op)
-                break
+                if first:  # shown, or a delete sent before the read returned may have taken it
+                    due[(op.args["user_id"], key[1])] = Due(what, published + a.window, "held",
+                                                            f"shown {age - a.window:.1f} s after")
+                continue
+            if not (len(got) >= limit and got[-1] > key):
+                if first:
+                    due[(op.args["user_id"], key[1])] = Due(what, published + a.window, "violated",
+                                                            f"absent from a first page read {age - a.window:.1f} s after")
+                if not missing:
+                    v.add(f"{op.args['user_id']!r}'s feed lacks post {key[1]} published {age:.1f} s before the read "
+                          f"(window {a.window:g} s), due at {moment(published + a.window)}", op)
+                missing = True
     return v.result("posts_visible_within_window", {"reads": len(a.reads)}, chances=chances,
-                    chance_kind="first pages due to show a post older than the window")
+                    chance_kind="first pages due to show a post older than the window", due=list(due.values()))
 
 
 def _in_order_within(got: list[tuple[float, str]], live: list[tuple[float, str]]) -> bool:

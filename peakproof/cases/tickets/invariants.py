@@ -6,8 +6,9 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from ...checks import CheckResult, Violations
-from ...history import OK, Op
+from ...checks import CheckResult, Due, Violations
+from ...history import INFO, OK, Op
+from ...timefmt import moment
 from .analysis import INF, TICKETS, TicketsAnalysis, _key, _prefix, _sweep
 
 
@@ -202,20 +203,40 @@ def expired_hold_is_never_sold(a: TicketsAnalysis) -> CheckResult:
                     + (f" and the stated release lag of {lag:g} s" if lag else ""))
 
 
+def lapsed_holds(a: TicketsAnalysis, ep: Any) -> list[tuple[float, float, Any]]:
+    """The holds of an epoch that lapsed unsold and uncancelled, with the moment their units fell
+    due back (the announced expiry, the clock skew and the stated release lag after) and the
+    sequence number from which a read must show them: (due, due_seq, reservation), by due."""
+    out = []
+    for r in ep.reservations:
+        end = r._possible[1]  # type: ignore[attr-defined]
+        if r.expires_at is None or end == INF or any(op.type in (OK, INFO) for op in r.confirms):
+            continue
+        due = r.expires_at + a.tol.skew + a.tol.release_slack
+        if end == a.first_seq_after(due):  # released by its lapse, not by a cancel that came first
+            out.append((due, end, r))
+    return sorted(out, key=lambda x: x[0])
+
+
 @TICKETS.register
 def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
     """Every read's ``available`` lies between what the history allows.
 
     Above ``capacity - certainly held`` means units came back twice (or a lost update);
-    below ``capacity - possibly held`` means units that should be back never returned.
+    below ``capacity - possibly held`` means units that should be back never returned. Each
+    lapsed hold is also a moment its units fell due back (the result's ``due``), judged by the
+    first read after it: back (held), short (violated), or no read after it (undecided).
     """
     v = Violations()
     checked = chances = 0
+    due: list[Due] = []
     for ep in a.epochs.values():
         if ep.capacity is None or not ep.reads:
             continue
         certain = [(s, e, r.quantity) for r in ep.reservations for s, e in r._certain]  # type: ignore[attr-defined]
         possible = [(*r._possible, r.quantity) for r in ep.reservations]  # type: ignore[attr-defined]
+        lapsed = lapsed_holds(a, ep)
+        short: dict[int, tuple[int, int]] = {}  # read's invoke_seq -> (available, at least free)
         for op in ep.reads:
             av = op.value.get("available")
             if not isinstance(av, int):
@@ -232,7 +253,30 @@ def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at least {held_for_sure:,} units "
                       f"were held or sold (at most {top:,} free): units returned twice or a write was lost", op)
             elif av < bottom:
+                short[op.invoke_seq] = (av, bottom)
+                fell = [x for x in lapsed if x[1] <= lo_inv]
+                why = ""
+                if fell:  # the hold whose units fell due last before the read: the one the read was after
+                    at, _, r = fell[-1]
+                    why = (f"; {len(fell):,} lapsed holds' units were due back by then, the last: {r.label()}, "
+                           f"expired at {moment(r.expires_at)}, its units due back at {moment(at)} "
+                           f"(read {op.invoke_time - at:,.2f} s after)")
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at most {held_maybe:,} units "
-                      f"could be held or sold (at least {bottom:,} free): units never returned", op)
+                      f"could be held or sold (at least {bottom:,} free): units never returned{why}", op)
+        reads = sorted((op.invoke_seq, op) for op in ep.reads if isinstance(op.value.get("available"), int))
+        seqs = [s for s, _ in reads]
+        for at, seq, r in lapsed:
+            what = f"the {r.quantity:,} units of {r.label()} back on quota {ep.quota_id!r}"
+            k = bisect.bisect_left(seqs, seq)
+            if k == len(reads):
+                due.append(Due(what, at, "undecided", "no read after they fell due"))
+                continue
+            op = reads[k][1]
+            if op.invoke_seq in short:
+                av, bottom = short[op.invoke_seq]
+                due.append(Due(what, at, "violated", f"not back by the first read after, {op.invoke_time - at:,.2f} s "
+                                                      f"later: available {av:,}, at least {bottom:,} free"))
+            else:
+                due.append(Due(what, at, "held", f"back by the first read after, {op.invoke_time - at:,.2f} s later"))
     return v.result("units_return_exactly_once", {"reads_checked": checked}, chances=chances,
-                    chance_kind="reads after units were released")
+                    chance_kind="reads after units were released", due=due)
