@@ -324,6 +324,12 @@ def record_chances(results: Iterable[CheckResult]) -> None:
     current_tally().record(results)
 
 
+class NotDecided(AssertionError):
+    """Checks a test relies on came out undecided (unknown, no chance to fail, or absent) and none
+    failed: the test says nothing about the target. An AssertionError for a plain test; the
+    properties' plugin reads it as INCONCLUSIVE, never as a broken promise."""
+
+
 def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Iterable[str] = ()) -> None:
     """Raise AssertionError naming every failed check (for tests and properties); note their chances.
 
@@ -331,7 +337,8 @@ def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Itera
     may not have exercised every check yet). ``decided`` names the checks a test relies on
     (``decided=("no_oversell", "stock_is_conserved")``; ``True``: every result): each must be
     among ``results``, decided (True or False, never "unknown") and exercised (not zero
-    chances to fail), or the AssertionError names it and says why.
+    chances to fail), or the AssertionError names it and says why (:class:`NotDecided` when
+    nothing failed).
     """
     results = list(results)
     record_chances(results)
@@ -355,7 +362,7 @@ def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Itera
         if missing:
             parts.append(f"checks this test relies on are not among the results: {', '.join(missing)} "
                          f"(the results are: {', '.join(by_name) or 'none'})")
-        raise AssertionError("\n".join(parts))
+        raise (AssertionError if failed else NotDecided)("\n".join(parts))
 
 
 

@@ -28,6 +28,8 @@ import pytest
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
+from .checks import NotDecided
+
 
 @dataclass
 class Violation:
@@ -131,7 +133,7 @@ def failure_kind(error: BaseException) -> tuple[str, str]:
                                  f"or state the target's shorter windows (--help)")
     if isinstance(error, PropertyViolated):
         return "violation", error.reason
-    if isinstance(error, Undecided):
+    if isinstance(error, (Undecided, NotDecided)):
         return "undecided", str(error)
     if isinstance(error, (AssertionError, pytest.fail.Exception)):
         return "violation", str(getattr(error, "msg", "") or error).strip()

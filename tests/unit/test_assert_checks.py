@@ -42,6 +42,17 @@ def test_a_named_check_that_came_out_unknown_or_had_no_chance_raises_and_says_so
         assert_checks([HELD, UNEXERCISED], decided="expired_hold_is_never_sold")
 
 
+def test_a_test_that_decided_nothing_is_inconclusive_to_the_properties_and_one_that_broke_a_promise_fails() -> None:
+    from peakproof.realtime import failure_kind
+
+    with pytest.raises(checks.NotDecided) as undecided:
+        assert_checks([HELD, UNKNOWN], decided="stock_is_conserved")
+    with pytest.raises(AssertionError) as broken:
+        assert_checks([UNKNOWN, BROKEN], decided="stock_is_conserved")
+    assert not isinstance(broken.value, checks.NotDecided)
+    assert failure_kind(undecided.value)[0] == "undecided" and failure_kind(broken.value)[0] == "violation"
+
+
 def test_a_named_check_missing_from_the_results_raises() -> None:
     with pytest.raises(AssertionError, match=r"not among the results: no_overselll \(the results are: no_oversell\)"):
         assert_checks([HELD], decided=("no_overselll",))

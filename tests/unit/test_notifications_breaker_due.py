@@ -101,3 +101,16 @@ def test_a_run_that_drives_no_channel_down_reports_the_check_only_when_a_breaker
     assert "breaker_opens_when_due" not in {r.name for r in check_analysis(quiet, drives_down=False)}
     assert "breaker_opens_when_due" in {r.name for r in check_analysis(quiet, drives_down=True)}
     assert "breaker_opens_when_due" in {r.name for r in check_analysis(down, drives_down=False)}
+
+
+def test_moments_that_fell_due_before_the_run_began_are_not_its_own() -> None:
+    # the providers' record holds an earlier run's dead push (a breaker remembers it); this run starts later
+    earlier = push_goes_down() + later("push", [1.5, 2.0])
+    a = NotificationsAnalysis([Op("setup", "put_recipient", {"recipient_id": "fan", "channels": ["push", "sms"],
+                                                             "addresses": {"push_token": "t", "phone": "p"}},
+                                  0, T0 + 100.0, type=OK)],
+                              [], channel_calls=earlier, breaker_window=WINDOW, breaker_min_failures=FAILURES,
+                              answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+    assert due_openings(a, "push")  # the moment is in the record...
+    r = breaker_opens_when_due(a)
+    assert r.chances == 0 and r.due == [], r  # ...but not this run's to judge

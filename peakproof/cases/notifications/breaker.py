@@ -386,8 +386,12 @@ def breaker_opens_when_due(a: NotificationsAnalysis) -> CheckResult:
     those moments; a run in which no breaker ever fell due did not put it to the test."""
     v = Violations()
     due: list[Due] = []
+    # the providers' record may hold earlier runs (a breaker remembers them): their moments are not this run's
+    since = min((op.invoke_time for op in a.ops), default=float("-inf"))
     for channel in pv.CHANNELS:
         for at, why in due_openings(a, channel):
+            if at < since:
+                continue
             moment_due, through = _judged(a, channel, at, why)
             due.append(moment_due)
             if moment_due.ended == "violated":
