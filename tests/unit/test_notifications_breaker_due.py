@@ -114,3 +114,14 @@ def test_moments_that_fell_due_before_the_run_began_are_not_its_own() -> None:
     assert due_openings(a, "push")  # the moment is in the record...
     r = breaker_opens_when_due(a)
     assert r.chances == 0 and r.due == [], r  # ...but not this run's to judge
+
+
+def test_answers_to_calls_made_before_the_cool_down_s_second_half_do_not_end_the_moment() -> None:
+    # a live channel: an in-flight call and a retry answer soon after the moment (the retry's original, never
+    # heard, is a failure at its answer timeout: the moment falls due at 0.6 s); later, a probe answers
+    calls = push_goes_down() + [call(0.2, "push", "ok", "in-flight"), call(1.2, "push", "ok", "down0")]
+    r = breaker_opens_when_due(analysis(calls + later("push", [1.8, 2.0])))
+    assert r.valid is False and "2 of 2 first calls" in r.first_violation, r
+    probe = [call(2.9, "push", "ok", "probe")]  # made past half the cool-down: an earlier opening's probe?
+    r = breaker_opens_when_due(analysis(calls + probe + later("push", [3.0, 3.2])))
+    assert r.valid == "unknown" and r.due[0].ended == "undecided", r

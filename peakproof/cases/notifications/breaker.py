@@ -342,21 +342,23 @@ def _judged(a: NotificationsAnalysis, channel: str, due: float, why: str) -> tup
     channel from when the target had surely heard the failure and decided anew (:data:`HEARD_LATE` and
     :data:`DECIDED_BEFORE` after; up to a second after when the cool-down is long enough to spare it,
     for a target that a busy machine slowed) until its cool-down is over (it opened no earlier than
-    the record's moment; 0.1 s for the clocks' grain), or until an answer from the channel (a probe
-    of an opening that came earlier on the target's own count may have closed it). Two first calls
-    let through in that time are the violation: one may be such a probe."""
+    the record's moment; 0.1 s for the clocks' grain), or until an answer to a call made in the
+    second half of the cool-down (the probe of an opening up to half a cool-down earlier on the
+    target's own count may have closed it). Two first calls let through in that time are the
+    violation: one may be such a probe."""
     cd = a.breaker_cool_down
     start, end = due + max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * cd)), due + cd - 0.1
-    answers = a.__dict__.setdefault("_answers_heard", {}).setdefault(
-        channel, sorted(h for h, _, kind in a._heard.get(channel, []) if kind != "failed"))
-    j = bisect.bisect_right(answers, due)
-    if j < len(answers) and answers[j] < end:
-        end = answers[j]
+    # An answer to a call made in the second half of the cool-down may be the probe of a breaker that opened
+    # earlier on the target's own count (its own timeouts): from then on it may have closed. Answers to the
+    # calls before that (made before it opened, a retry after an unknown outcome) close nothing.
+    probes = [h for h, arrived, kind in a._heard.get(channel, []) if kind != "failed" and arrived >= due + 0.5 * cd]
+    if probes and min(probes) < end:
+        end = min(probes)
     what = f"{channel}'s breaker open ({why}; stated: {a.breaker_min_failures} in {a.breaker_window}, " \
            f"{cd:g} s before a probe)"
     if end - start <= 0:
-        return Due(what, due, "undecided", f"no time to judge: an answer from {channel} came, or the stated "
-                                            f"cool-down ({cd:g} s) is within the clock's slack"), []
+        return Due(what, due, "undecided", f"no time to judge: the stated cool-down ({cd:g} s) is within the "
+                                            f"clocks' slack"), []
     firsts = _first_calls_preferring(a, channel)
     ats = [at for at, _, _ in firsts]
     window = firsts[bisect.bisect_right(ats, start):bisect.bisect_left(ats, end)]
