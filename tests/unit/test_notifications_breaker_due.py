@@ -80,7 +80,7 @@ def test_calls_after_the_cool_down_are_not_judged_by_the_moment_before_it() -> N
 
 def test_a_failed_probe_makes_the_breaker_due_again() -> None:
     calls = push_goes_down() + [call(4.3, "push", "transient", "probe")]
-    moments = [at - T0 for at, _ in due_openings(analysis(calls), "push")]
+    moments = [opening.at - T0 for opening in due_openings(analysis(calls), "push")]
     assert len(moments) == 2 and abs(moments[1] - 4.32) < 1e-6, moments
 
 
@@ -125,3 +125,36 @@ def test_answers_to_calls_made_before_the_cool_down_s_second_half_do_not_end_the
     probe = [call(2.9, "push", "ok", "probe")]  # made past half the cool-down: an earlier opening's probe?
     r = breaker_opens_when_due(analysis(calls + probe + later("push", [3.0, 3.2])))
     assert r.valid == "unknown" and r.due[0].ended == "undecided", r
+
+
+def test_a_stray_call_failing_late_in_the_cool_down_leaves_the_target_s_own_probe_free_to_close_it() -> None:
+    # A target calls an open channel for a recipient every breaker fails, or retries an unknown outcome: such a
+    # call failing late in the cool-down is no probe, and the target's own probe (push is back) closes the
+    # breaker; its push-first calls after that are no violation of the moment the stray call made due.
+    ok_again = [call(4.6 + 0.2 * i, "push", "ok", f"back{i}") for i in range(3)]
+    calls = push_goes_down() + later("sms", [1.5]) + [call(3.3, "push", "transient", "stray"),
+                                                      call(4.2, "push", "ok", "probe")]
+    r = breaker_opens_when_due(analysis(calls + ok_again))
+    assert [d.ended for d in r.due] == ["held", "undecided"] and r.valid is True, r
+    assert "it may have closed before it could be judged" in r.due[1].detail, r.due[1]
+    # the same moment with push still down: its failing calls are what the breaker had to prevent
+    still_down = [call(4.6 + 0.2 * i, "push", "transient", f"down-again{i}") for i in range(3)]
+    r = breaker_opens_when_due(analysis(push_goes_down() + later("sms", [1.5]) + [call(3.3, "push", "transient",
+                                                                                      "stray")] + still_down))
+    assert r.valid is False and r.due[1].ended == "violated", r
+
+
+def sent(event: str, at: float) -> Op:
+    return Op("client", "notify", {"event_id": event, "recipient_id": "fan"}, 0, T0 + at, type=OK)
+
+
+def test_a_notification_sent_before_the_failure_was_heard_may_have_waited_in_a_queue_for_the_channel() -> None:
+    # the first calls of notifications sent before the moment arrive late (a per-channel queue): their channel
+    # was chosen before the breaker had to open, so they judge nothing; the same calls sent after are judged
+    queued = later("push", [1.6, 1.8])
+    for at_sent, ended in ((0.05, "undecided"), (0.5, "violated")):
+        a = NotificationsAnalysis([recipient("fan", ["push", "sms", "email"]),
+                                   *(sent(c["event_id"], at_sent) for c in queued)],
+                                  push_goes_down() + queued, breaker_window=WINDOW, breaker_min_failures=FAILURES,
+                                  answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+        assert [d.ended for d in breaker_opens_when_due(a).due] == [ended], (at_sent, breaker_opens_when_due(a))

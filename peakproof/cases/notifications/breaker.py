@@ -15,7 +15,7 @@ due, only with the stated count reached. The checks are in
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import Any, NamedTuple
 
 from ... import providers as pv
 from ...checks import CheckResult, Due, Violations, due_counts
@@ -23,7 +23,7 @@ from ...timefmt import moment
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
 __all__ = ["DECIDED_BEFORE", "HEARD_LATE", "preference_respected", "breaker_counts_only_transient",
-           "breaker_opens_when_due", "due_openings"]
+           "breaker_opens_when_due", "due_openings", "DueOpening"]
 
 
 def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
@@ -275,8 +275,17 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
 HEARD_LATE = 0.25  # s: the target hears an answer after the providers' record says it was given, by this at most
 
 
-def due_openings(a: NotificationsAnalysis, channel: str) -> list[tuple[float, str]]:
-    """When the stated breaker had to open on ``channel``, and why: (moment, reason), in order.
+class DueOpening(NamedTuple):
+    """A moment the stated rules made ``channel``'s breaker open: when, why, and from when a call to the
+    channel may have been the probe that closed the opening the target is in (the first of a chain:
+    a probe that failed only continues it)."""
+    at: float
+    why: str
+    probes_from: float
+
+
+def due_openings(a: NotificationsAnalysis, channel: str) -> list[DueOpening]:
+    """When the stated breaker had to open on ``channel``, and why, in order.
 
     Closed, it opens once the transient failures among its last ``breaker_window`` calls heard
     (permanent answers aside: they are about an address) reach ``breaker_min_failures``, counted
@@ -287,7 +296,7 @@ def due_openings(a: NotificationsAnalysis, channel: str) -> list[tuple[float, st
     no probe) decides: a failure heard is a moment it had to be open again; an answer, a
     permanent one too (the channel is up), closes it, its window cleared."""
     window, need, cd = a.breaker_window, a.breaker_min_failures, a.breaker_cool_down
-    out: list[tuple[float, str]] = []
+    out: list[DueOpening] = []
     heard: list[float] = []  # the window's calls (non-permanent) heard since it was last cleared
     fails: list[int] = [0]  # running count of failures among them
     answers = [h for h, _, kind in a._heard.get(channel, []) if kind == "answered"]
@@ -297,8 +306,12 @@ def due_openings(a: NotificationsAnalysis, channel: str) -> list[tuple[float, st
             if arrived < opened + 0.75 * cd - 0.25:
                 continue  # made before its cool-down could be over: a call in flight, a retry, not a probe
             if kind == "failed":
+                # No probe at all, perhaps (a retry of an unknown outcome, a recipient every breaker fails):
+                # the target's own probe of the opening before may still close it, so that opening's
+                # probes end this moment's judging too.
                 opened = h
-                out.append((h, f"a call to {channel} after its cool-down (its probe, or no probe at all) failed"))
+                out.append(DueOpening(h, f"a call to {channel} after its cool-down (its probe, or no probe at "
+                                         f"all) failed", out[-1].probes_from))
             else:
                 opened, heard, fails = None, [], [0]
             continue
@@ -312,16 +325,22 @@ def due_openings(a: NotificationsAnalysis, channel: str) -> list[tuple[float, st
         lo = max(0, len(heard) - max(1, window - late))
         if fails[-1] - fails[lo] >= need:
             opened = h
-            out.append((h, f"{fails[-1] - fails[lo]} transient failures among its last {len(heard) - lo} calls heard"))
+            # the target may have opened it up to half a cool-down earlier on its own count (its timeouts)
+            out.append(DueOpening(h, f"{fails[-1] - fails[lo]} transient failures among its last "
+                                     f"{len(heard) - lo} calls heard", h + 0.5 * cd))
             heard, fails = [], [0]
     return out
 
 
-def _first_calls_preferring(a: NotificationsAnalysis, channel: str) -> list[tuple[float, bool, dict[str, Any]]]:
-    """(arrival, went to ``channel``, call) for every first call of a recipient who prefers ``channel``
-    and had another channel surely closed then (sorted): the calls an open breaker must send elsewhere.
-    With every other channel possibly open, a target may call the preferred one all the same."""
-    cache: dict[str, list[tuple[float, bool, dict[str, Any]]]] = a.__dict__.setdefault("_firsts_preferring", {})
+def _first_calls_preferring(a: NotificationsAnalysis,
+                            channel: str) -> list[tuple[float, bool, dict[str, Any], float]]:
+    """(arrival, went to ``channel``, call, when its notification was sent) for every first call of a
+    recipient who prefers ``channel`` and had another channel surely closed then (sorted): the calls an
+    open breaker must send elsewhere. With every other channel possibly open, a target may call the
+    preferred one all the same. A notification whose sending is not in the history (another client's)
+    counts as sent long before."""
+    cache: dict[str, list[tuple[float, bool, dict[str, Any], float]]] = a.__dict__.setdefault("_firsts_preferring",
+                                                                                             {})
     if channel not in cache:
         found = []
         for key, cs in a.calls_by_key.items():
@@ -332,37 +351,46 @@ def _first_calls_preferring(a: NotificationsAnalysis, channel: str) -> list[tupl
             others = {c for c in [*r["channels"], *_addressed(r)] if c != channel and c in pv.CHANNELS}
             if any(not _could_be_open(a, c, at, proof=False) and not _could_be_open(a, c, at - DECIDED_BEFORE,
                                                                                  proof=False) for c in others):
-                found.append((at, channel in {c["channel"] for c in _first_round(cs)}, cs[0]))
+                sent = a.accepted.get(key)
+                found.append((at, channel in {c["channel"] for c in _first_round(cs)}, cs[0],
+                              sent.invoke_time if sent is not None else float("-inf")))
         cache[channel] = sorted(found, key=lambda f: f[0])
     return cache[channel]
 
 
-def _judged(a: NotificationsAnalysis, channel: str, due: float, why: str) -> tuple[Due, list[dict[str, Any]]]:
+def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tuple[Due, list[dict[str, Any]]]:
     """How one due opening ended, and the first calls that went through it. The breaker must skip the
     channel from when the target had surely heard the failure and decided anew (:data:`HEARD_LATE` and
     :data:`DECIDED_BEFORE` after; up to a second after when the cool-down is long enough to spare it,
     for a target that a busy machine slowed) until its cool-down is over (it opened no earlier than
-    the record's moment; 0.1 s for the clocks' grain), or until an answer to a call made in the
-    second half of the cool-down (the probe of an opening up to half a cool-down earlier on the
-    target's own count may have closed it). Two first calls let through in that time are the
-    violation: one may be such a probe."""
-    cd = a.breaker_cool_down
+    the record's moment; 0.1 s for the clocks' grain), or until an answer to a call that may have been
+    the probe of the opening the target is in (``opening.probes_from``): from then on it may have
+    closed. Only the first calls of notifications sent after the target heard the failure count: one
+    sent before may have had its channel chosen then and waited in a queue. Two first calls let
+    through in that time are the violation: one may be such a probe."""
+    due, why, cd = opening.at, opening.why, a.breaker_cool_down
     start, end = due + max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * cd)), due + cd - 0.1
-    # An answer to a call made in the second half of the cool-down may be the probe of a breaker that opened
-    # earlier on the target's own count (its own timeouts): from then on it may have closed. Answers to the
-    # calls before that (made before it opened, a retry after an unknown outcome) close nothing.
-    probes = [h for h, arrived, kind in a._heard.get(channel, []) if kind != "failed" and arrived >= due + 0.5 * cd]
-    if probes and min(probes) < end:
-        end = min(probes)
+    # Answers to the calls made before that (in flight when it opened, a retry after an unknown outcome) close
+    # nothing; an answer to a possible probe may have.
+    probes = [(h, arrived) for h, arrived, kind in a._heard.get(channel, [])
+              if kind != "failed" and arrived >= opening.probes_from and h > due]
     what = f"{channel}'s breaker open ({why}; stated: {a.breaker_min_failures} in {a.breaker_window}, " \
            f"{cd:g} s before a probe)"
+    if probes and min(probes)[0] <= start:
+        h, arrived = min(probes)
+        return Due(what, due, "undecided", f"it may have closed before it could be judged: a call to {channel} "
+                                           f"made at +{arrived - due:.2f} s (the probe of an opening before, "
+                                           f"perhaps) was answered at +{h - due:.2f} s"), []
+    if probes:
+        end = min(end, min(probes)[0])
     if end - start <= 0:
         return Due(what, due, "undecided", f"no time to judge: the stated cool-down ({cd:g} s) is within the "
                                             f"clocks' slack"), []
     firsts = _first_calls_preferring(a, channel)
-    ats = [at for at, _, _ in firsts]
-    window = firsts[bisect.bisect_right(ats, start):bisect.bisect_left(ats, end)]
-    through = [c for _, went, c in window if went]
+    ats = [at for at, _, _, _ in firsts]
+    window = [(went, c) for _, went, c, sent in firsts[bisect.bisect_right(ats, start):bisect.bisect_left(ats, end)]
+              if sent >= due + HEARD_LATE or sent == float("-inf")]
+    through = [c for went, c in window if went]
     skipped = len(window) - len(through)
     span = f"between +{start - due:.2f} s and +{end - due:.2f} s"
     if len(through) >= 2:
@@ -374,7 +402,7 @@ def _judged(a: NotificationsAnalysis, channel: str, due: float, why: str) -> tup
         return Due(what, due, "held", f"{skipped} first calls skipped {channel} {span}"
                    + (" (one went to it: a probe, perhaps)" if through else "")), []
     return Due(what, due, "undecided", f"no first call of a recipient who prefers {channel} (with another channel "
-                                       f"to use) fell {span}"), []
+                                       f"to use, sent after the failure was heard) fell {span}"), []
 
 
 @NOTIFICATIONS.register
@@ -391,10 +419,11 @@ def breaker_opens_when_due(a: NotificationsAnalysis) -> CheckResult:
     # the providers' record may hold earlier runs (a breaker remembers them): their moments are not this run's
     since = min((op.invoke_time for op in a.ops), default=float("-inf"))
     for channel in pv.CHANNELS:
-        for at, why in due_openings(a, channel):
-            if at < since:
+        for opening in due_openings(a, channel):
+            if opening.at < since:
                 continue
-            moment_due, through = _judged(a, channel, at, why)
+            moment_due, through = _judged(a, channel, opening)
+            at = opening.at
             due.append(moment_due)
             if moment_due.ended == "violated":
                 v.add(f"{moment_due.what} fell due at {moment(at)} and the channel was not skipped: "

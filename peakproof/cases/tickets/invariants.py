@@ -236,6 +236,7 @@ def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
         certain = [(s, e, r.quantity) for r in ep.reservations for s, e in r._certain]  # type: ignore[attr-defined]
         possible = [(*r._possible, r.quantity) for r in ep.reservations]  # type: ignore[attr-defined]
         lapsed = lapsed_holds(a, ep)
+        lapsed_seqs = [seq for _, seq, _ in lapsed]  # in order too: the first sequence number after each due moment
         short: dict[int, tuple[int, int]] = {}  # read's invoke_seq -> (available, at least free)
         for op in ep.reads:
             av = op.value.get("available")
@@ -254,11 +255,11 @@ def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
                       f"were held or sold (at most {top:,} free): units returned twice or a write was lost", op)
             elif av < bottom:
                 short[op.invoke_seq] = (av, bottom)
-                fell = [x for x in lapsed if x[1] <= lo_inv]
+                fell = bisect.bisect_right(lapsed_seqs, lo_inv)
                 why = ""
                 if fell:  # the hold whose units fell due last before the read: the one the read was after
-                    at, _, r = fell[-1]
-                    why = (f"; {len(fell):,} lapsed holds' units were due back by then, the last: {r.label()}, "
+                    at, _, r = lapsed[fell - 1]
+                    why = (f"; {fell:,} lapsed holds' units were due back by then, the last: {r.label()}, "
                            f"expired at {moment(r.expires_at)}, its units due back at {moment(at)} "
                            f"(read {op.invoke_time - at:,.2f} s after)")
                 v.add(f"quota {ep.quota_id!r}: read available {av:,} but at most {held_maybe:,} units "
@@ -274,8 +275,12 @@ def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
             op = reads[k][1]
             if op.invoke_seq in short:
                 av, bottom = short[op.invoke_seq]
+                # the read is short by bottom - av units: these or another lapsed hold's, due back by then too
                 due.append(Due(what, at, "violated", f"not back by the first read after, {op.invoke_time - at:,.2f} s "
-                                                      f"later: available {av:,}, at least {bottom:,} free"))
+                                                      f"later: available {av:,}, at least {bottom:,} free "
+                                                      f"({bottom - av:,} units missing; "
+                                                      f"{bisect.bisect_right(lapsed_seqs, op.invoke_seq):,} lapsed "
+                                                      f"holds' units were due back by then)"))
             else:
                 due.append(Due(what, at, "held", f"back by the first read after, {op.invoke_time - at:,.2f} s later"))
     return v.result("units_return_exactly_once", {"reads_checked": checked}, chances=chances,
