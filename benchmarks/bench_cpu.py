@@ -57,7 +57,7 @@ GEN, TGT = 0, 1
 
 CONSTANT_409 = """
 import sys
-from targets._lean import run
+from peakproof.targets._lean import run
 BODY = b'{"error":"sold_out","message":"only 0 available; asked 1","available":0}'
 async def app(scope, receive, send):
     if scope["type"] != "http":

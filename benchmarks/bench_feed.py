@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from peakproof.cases.feed import FeedWorkload  # noqa: E402
-from targets.feed import FeedCore  # noqa: E402
+from peakproof.targets.feed import FeedCore  # noqa: E402
 
 
 def main() -> None:

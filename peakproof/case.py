@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -23,14 +24,20 @@ if TYPE_CHECKING:
     from .options import Option
 
 
-def project_dir(what: str) -> Path:
-    """``properties/`` or ``loadtests/`` of the checkout peakproof runs from."""
-    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        path = root / what
-        if path.is_dir():
-            return path
-    raise UsageError(what, f"a {what}/ folder in the current directory or beside the package", str(Path.cwd()),
-                     "Run peakproof from a checkout of the project.")
+def shipped_file(what: str, name: str) -> Path:
+    """``name`` of ``loadtests/`` or ``properties/``: the current folder's copy when it has one (a
+    checkout, or a team's own edited scenarios), else the one the package ships (``peakproof.<what>``:
+    the wheel maps the repository's top-level folders there)."""
+    local = Path.cwd() / what / name
+    if local.is_file():
+        return local
+    spec = importlib.util.find_spec(f"peakproof.{what}")
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(root) / name).is_file():
+            return Path(root) / name
+    raise UsageError(what, f"{what}/{name} in the current directory or in the installed package (peakproof.{what})",
+                     f"neither ({Path.cwd()})", "Reinstall peakproof (pip install peakproof): its wheel carries "
+                                                "the scenarios and the properties.")
 
 
 @dataclass(frozen=True)
@@ -97,15 +104,15 @@ class Case:
         return self.scenarios + (self.faults if faults else ())
 
     def loadtest_file(self) -> Path:
-        return Path(self.loadtest) if self.loadtest else project_dir("loadtests") / f"{self.name}.py"
+        return Path(self.loadtest) if self.loadtest else shipped_file("loadtests", f"{self.name}.py")
 
     def properties_file(self) -> Path:
-        return Path(self.properties) if self.properties else project_dir("properties") / f"test_{self.name}.py"
+        return Path(self.properties) if self.properties else shipped_file("properties", f"test_{self.name}.py")
 
     def contract_file(self) -> Path | None:
         """The case's OpenAPI contract (the reference's own), or None for a case without one."""
         try:
-            package = importlib.import_module(f"targets.{self.name}")
+            package = importlib.import_module(f"peakproof.targets.{self.name}")
         except ImportError:
             return None
         path = Path(package.__file__ or "").with_name("openapi.json")

@@ -43,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     cases = all_cases()
     p = Parser(prog="peakproof", description="Prove system designs keep their promises at peak load.",
                epilog="Exit codes: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 4 usage error.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{run,serve,plan,models,driver}",
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"peakproof {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,serve,plan,models,driver,init,locustfile}",
                            parser_class=Parser)
 
     r = sub.add_parser("run", help="check a target end to end: properties, the open-model load scenario, a verdict "
@@ -70,7 +73,48 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(pl, PLAN, all_options())
     _add_models_parser(sub, cases)
     _add_driver_parser(sub, cases)
+    i = sub.add_parser("init", help="write into your repository a driver skeleton and the CI jobs (GitHub Actions, "
+                                    "GitLab CI) that run CASE's properties on every push and its load on a "
+                                    "schedule against $STAGING_URL")
+    i.add_argument("case", choices=list(cases))
+    i.add_argument("--dir", default=".", help="the repository's folder (default: the current one)")
+    lf = sub.add_parser("locustfile", help="print where the Locust scenarios are (the installed package's, or "
+                                           "./loadtests/): locust -f \"$(peakproof locustfile)\" ...")
+    lf.add_argument("case", nargs="?", choices=list(cases), help="print that case's file instead of the folder")
     return p
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .scaffold import ci_commands, driver_class, init
+
+    case = get_case(args.case)
+    where = Path(args.dir)
+    if not where.is_dir():
+        raise UsageError("--dir", "an existing folder (your repository)", str(where), "Create it first.")
+    for path in init(case, where):
+        print(f"peakproof: wrote {path}")
+    props, load = ci_commands(case)
+    print(f"Next: set STAGING_URL (and STAGING_ADMIN_TOKEN if your service asks for one) in your CI's variables. "
+          f"If your service does not speak the {case.name} contract, fill in peakproof_driver.py, try it with "
+          f"peakproof driver check {case.name} --driver peakproof_driver.py:{driver_class(case)} --target-url URL, "
+          f"and set PEAKPROOF_DRIVER=peakproof_driver.py:{driver_class(case)}. GitLab: a repository with its own "
+          f".gitlab-ci.yml adds 'include: [{{local: peakproof.gitlab-ci.yml}}]' to it; the load job runs from a "
+          f"pipeline schedule. The jobs' commands, to try by hand:")
+    for job in (props, load):
+        print(f"  {job.name} ({'every push' if job.trigger == 'push' else 'on a schedule'}):")
+        for command in job.commands:
+            print(f"    {command}")
+    return 0
+
+
+def _locustfile(args: argparse.Namespace) -> int:
+    from .case import shipped_file
+
+    if args.case:
+        print(get_case(args.case).loadtest_file())
+    else:
+        print(shipped_file("loadtests", "tickets.py").parent)
+    return 0
 
 
 def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
@@ -190,7 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
     db = Path(args.db or f".peakproof/{args.case}.sqlite3")
     where = f"http://{args.host}:{args.port}"
     if args.case == "providers":
-        from targets._lean import serve_asgi
+        from peakproof.targets._lean import serve_asgi
 
         from .providers import ProviderConfig, ProviderSim, provider_app
 
@@ -238,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
             return _run_models(args)
         if args.command == "driver":
             return _driver_command(args)
+        if args.command == "init":
+            return _init(args)
+        if args.command == "locustfile":
+            return _locustfile(args)
         if args.command == "plan":
             from .plan import plan_command
 

@@ -4,7 +4,7 @@ The seed's contention model (``bilet/cekisme.mjs``) has no threads: workers pull
 requests from a queue and a scheduler picks which worker takes its next step, so
 contention comes from other workers stepping between one worker's read and its write.
 This module is that scheduler, over real code: a task is a generator (the target core's
-step generators, e.g. :meth:`targets.tickets.TicketsCore.reserve_steps`) and each
+step generators, e.g. :meth:`peakproof.targets.tickets.TicketsCore.reserve_steps`) and each
 ``step(worker)`` advances one worker by one yield. Hypothesis chooses the schedule, so it
 can search for, and shrink, the interleaving that breaks an invariant.
 

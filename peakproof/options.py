@@ -222,6 +222,9 @@ SHARED: tuple[Option, ...] = (
     Option("save_history", "also write the merged history (one JSON op a line) beside the report", LOAD,
            action="store_true"),
     Option("report_dir", "where the HTML reports go", LOAD, default="reports", web_ui=True),
+    Option("junit", "also write the verdict as JUnit XML to this file, for a CI system's test report: a test case "
+                    "per check and service level per stage; a broken promise a failure (Actual / Limit), an "
+                    "undecided one skipped with its reason", LOAD, metavar="FILE"),
     Option("calibrated_rate", "on-time arrivals/s one generator process offered in a calibration (peakproof run "
                               "measures it; give it to skip the measuring, e.g. from peakproof plan); named in "
                               "the verdict when the generator falls behind",

@@ -30,10 +30,12 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, processes_for
 from .placement import Placement, on_loopback, pin, taskset, usable_cores
 from .case import Case
+from . import junit
 from .cases import get_case
 from .checks import CheckResult
 from .errors import UsageError
@@ -52,6 +54,12 @@ class Part:
     results: list[CheckResult] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     skipped: bool = False  # did not run at all (shown "skipped", never "ok"); its reasons say why
+    seconds: float = 0.0
+    junit_cases: list[Any] = field(default_factory=list)  # its own JUnit test cases (the properties': pytest's)
+
+    def as_junit(self) -> "junit.Stage":
+        return junit.Stage(self.name, self.outcome, self.results, self.reasons, self.detail, self.seconds,
+                           self.skipped, self.junit_cases)
 
     @property
     def mark(self) -> str:
@@ -59,9 +67,18 @@ class Part:
             self.outcome]
 
 
+def _timed(stage: Any, *args: Any) -> Part:
+    """A stage's part, with the seconds it took."""
+    t0 = time.monotonic()
+    part = stage(*args)
+    part.seconds = time.monotonic() - t0
+    return part
+
+
 def run(spec: RunSpec) -> int:
     case = get_case(spec.case)
     started = time.monotonic()
+    junit_file, spec = spec.junit, spec.with_options(junit=None)  # the run's file: no stage writes one of its own
     parts: list[Part] = []
     notes: list[str] = []
     with ExitStack() as stack:
@@ -103,7 +120,7 @@ def run(spec: RunSpec) -> int:
             print(f"peakproof: {note}", flush=True)
 
         if not spec.skip_properties:
-            parts.append(_properties(case, spec, work))
+            parts.append(_timed(_properties, case, spec, work))
             contract = _contract_part(case, spec, work)
             if contract is not None:
                 parts.append(contract)
@@ -115,16 +132,18 @@ def run(spec: RunSpec) -> int:
                         pin(fresh.proc.pid if fresh.proc else None, placement.target_cores)
                         print(f"peakproof: started a fresh reference {case.name} target at {fresh.url}", flush=True)
                         pids = (fresh.proc.pid,) if fresh.proc else None
-                        parts.append(_load_scenario(case, spec.with_options(target_url=fresh.url, target_pids=pids),
-                                                    scenario, cal, work, placement))
+                        parts.append(_timed(_load_scenario, case, spec.with_options(target_url=fresh.url,
+                                                                                    target_pids=pids),
+                                            scenario, cal, work, placement))
                 else:
-                    parts.append(_load_scenario(case, spec, scenario, cal, work, placement))
+                    parts.append(_timed(_load_scenario, case, spec, scenario, cal, work, placement))
 
     if spec.embedded and case.in_process_stage is not None and not spec.skip_load:
         t0 = time.monotonic()
         name, results, detail = case.in_process_stage(spec)
         judged = judge_results(results)
-        parts.append(Part(name, judged.outcome, f"{time.monotonic() - t0:.1f} s; {detail}", results, judged.reasons))
+        parts.append(Part(name, judged.outcome, f"{time.monotonic() - t0:.1f} s; {detail}", results, judged.reasons,
+                          seconds=time.monotonic() - t0))
 
     outcome = merge_outcomes(p.outcome for p in parts)
     print()
@@ -147,6 +166,10 @@ def run(spec: RunSpec) -> int:
         print(f"  [{p.mark}] {p.name}: {p.detail}")
         for r in p.results:
             print("      " + r.line().replace("\n", "\n      "))
+    if junit_file:
+        path = junit.write(junit_file, case.name, [p.as_junit() for p in parts], outcome, time.monotonic() - started)
+        print(f"  JUnit XML: {path} ({sum(len(p.results) for p in parts)} checks and service levels in "
+              f"{len(parts)} stages)")
     print(f"exit {outcome.exit_code}: 0 PASS, 1 FAIL (the target broke a promise), 2 INCONCLUSIVE (not decided), "
           f"4 usage error")
     return outcome.exit_code
@@ -329,8 +352,9 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     props = case.properties_file()
     result = work / "properties-result.json"
     spec_file = spec.with_options(result=str(result)).dump(work / "properties-spec.json")
+    own_junit = work / "properties-junit.xml"  # each property as a test case of the run's JUnit XML
     cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x", "-rs",
-           "--spec", str(spec_file)]
+           "--spec", str(spec_file), f"--junitxml={own_junit}"]
     print(f"peakproof: properties: pytest {props.name} against {spec.target_url} (spec {spec_file.name})",
           flush=True)
     t0 = time.monotonic()
@@ -367,7 +391,8 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     idle = sorted(check for check, n in chances.items() if not n)
     if idle:
         took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
-    return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons)
+    return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons,
+                junit_cases=junit.pytest_cases(own_junit, f"peakproof.{case.name}.properties"))
 
 
 def last_lines(text: str, limit: int) -> str:

@@ -191,7 +191,7 @@ def test_a_served_feed_matches_the_pull_model_over_http(feed_target: Target) -> 
 
 @pytest.mark.parametrize("policy", ["push", "pull"])
 def test_the_pure_policies_keep_the_same_invariants(policy: str, in_process_only: None) -> None:
-    from targets.feed import FeedCore
+    from peakproof.targets.feed import FeedCore
 
     class Machine(FeedMachine):
         target = Target("feed", in_process_options={

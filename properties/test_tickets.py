@@ -75,8 +75,8 @@ def shared_target(target: Target) -> Callable[[History], Any]:
         return lambda history: target.new_driver(history)
     import time
 
-    from targets.tickets import InMemoryStore
-    from targets.tickets.realtime import realtime_core
+    from peakproof.targets.tickets import InMemoryStore
+    from peakproof.targets.tickets.realtime import realtime_core
 
     core = realtime_core(InMemoryStore(), time.time, policy=target.policy or "pessimistic")
     return lambda history: target.new_driver(history, core=core)

@@ -8,11 +8,10 @@ schedule is split across workers and their histories are merged on the master, w
 judges (:func:`peakproof.load.judge.judge_run`) once and writes the report, the stage's
 result (``--result``) and Locust's exit code.
 
-``locust -f loadtests/ --headless --host URL --scenario NAME`` runs exactly one scenario,
-chosen by name; there is exactly one shape class (this module's), whatever files
-``loadtests/`` holds. The run is one :class:`~peakproof.spec.RunSpec`, read from
-``--spec`` or built from Locust's command line by the same options and resolution as
-``peakproof run``. This module imports locust and gevent: only Locust processes load it.
+``locust -f loadtests/ --headless --host URL --scenario NAME`` runs exactly one scenario, chosen by
+name, with one shape class (this module's), whatever files ``loadtests/`` holds. The run is one
+:class:`~peakproof.spec.RunSpec`, read from ``--spec`` or built from Locust's command line by the same
+options and resolution as ``peakproof run``. It imports locust and gevent: only Locust processes load it.
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from ..errors import PeakproofError, TargetError, UsageError
 from ..history import History, merge_histories
+from ..junit import write_scenario
+from ..report import write_report
 from ..options import LOCUST, add_options
 from ..slo import parse_thresholds
 from ..spec import RunSpec, StageResult
@@ -450,14 +451,11 @@ def _record(eng: Engine) -> RunRecord:
         html = os.path.relpath(os.path.abspath(html), os.path.abspath(eng.spec.report_dir))
     tenancy = eng.meter.result() if eng.meter is not None else None
     return RunRecord(eng.started_wall, time.time(), runner.worker_count if isinstance(runner, MasterRunner) else 1,
-                     eng.counters, eng.dropped_by_second, eng.setup_error, list(eng.harness_errors), html,
-                     tenancy)
+                     eng.counters, eng.dropped_by_second, eng.setup_error, list(eng.harness_errors), html, tenancy)
 
 
 def _conclude(eng: Engine) -> None:
     """Judge once; write the report, the stage's result and Locust's exit code."""
-    from ..report import write_report
-
     spec, sc = eng.spec, eng.scenario
     history = merge_histories([eng.history.ops] + eng.worker_parts, time.time) if eng.is_master else eng.history
     rec = _record(eng)
@@ -479,17 +477,19 @@ def _conclude(eng: Engine) -> None:
     eng.environment.process_exit_code = judged.outcome.exit_code
     print(summary(report, path), flush=True)
     load = report.load[0].counts if report.load else {}
+    results = [r for group in (report.load, report.checks, report.slos) for r in group]
     _write_result(spec, StageResult(
-        sc.name, str(judged.outcome), list(judged.reasons),
-        [r.to_json() for group in (report.load, report.checks, report.slos) for r in group],
+        sc.name, str(judged.outcome), list(judged.reasons), [r.to_json() for r in results],
         detail=(f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
                 f"{load.get('peak_target_per_s', 0):,}/s due; report {path}"),
         report=str(path), data={"load": load, "harness_errors": report.harness_errors,
                                 "tenancy": rec.tenancy.to_json() if rec.tenancy else None,
                                 "rules": next((v for k, v in report.params.items() if "rules" in k), {})}))
+    if spec.junit:  # locust -f loadtests/ --junit FILE: the scenario's verdict for a CI system's test report
+        print(f"peakproof {sc.name}: JUnit XML " + str(write_scenario(
+            spec.junit, spec.case, sc.name, judged, results, path, rec.finished_wall - rec.started_wall)))
     PROCESS.last.update(outcome=str(judged.outcome), reasons=list(judged.reasons), report=str(path),
-                        lines=[r.line().splitlines()[0] for group in (report.load, report.checks, report.slos)
-                               for r in group])
+                        lines=[r.line().splitlines()[0] for r in results])
 
 
 def _write_result(spec: RunSpec, result: StageResult) -> None:

@@ -66,7 +66,7 @@ class Backpressure(FeedError):
 
 
 class FeedStore(Protocol):
-    """Where the write side lives (see :mod:`targets.feed.store`)."""
+    """Where the write side lives (see :mod:`peakproof.targets.feed.store`)."""
 
     def save_post(self, post: "Post") -> None: ...
     def mark_deleted(self, post_id: str) -> None: ...

@@ -2,14 +2,14 @@
 
 Sans-I/O: the core starts no threads, never sleeps and never blocks; it is told the time
 of day through an injected ``clock`` callable and persists through a ``store`` object
-(:mod:`targets.tickets.store`). Every mutation of the quota row is written as a generator
+(:mod:`peakproof.targets.tickets.store`). Every mutation of the quota row is written as a generator
 of *steps* (a :class:`Wait` when the lock is busy, :data:`READ` between reading the row
 and writing it back, a :class:`Stall` when an injected fault holds the holder), and an
 injected *runner* drives them:
 
 * :func:`run_at_once` (the default): in virtual time nobody releases a lock while a caller
   waits, so a busy lock is :class:`Busy` at once and a stall takes no time;
-* :class:`targets.tickets.realtime.RealTimeRunner` (the served target's): waits for a busy
+* :class:`peakproof.targets.tickets.realtime.RealTimeRunner` (the served target's): waits for a busy
   lock and sleeps through a stall, in real time, with a bound;
 * step by step under a chosen schedule (the harness's ``peakproof.interleave.Scheduler``),
   which is how a property test explores interleavings of concurrent buyers.

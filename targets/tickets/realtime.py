@@ -1,9 +1,9 @@
 """The tickets core's real-time adapter: runs its step generators on threads, in real time.
 
-The core (:mod:`targets.tickets.core`) decides and never waits. Served, many threads share
+The core (:mod:`peakproof.targets.tickets.core`) decides and never waits. Served, many threads share
 one core; a request that finds the quota row's lock busy waits here, on a condition every
 release of a lock notifies, up to ``lock_wait_seconds`` of monotonic time (then it is
-refused with :class:`~targets.tickets.core.Busy` and nothing changed), and an injected
+refused with :class:`~peakproof.targets.tickets.core.Busy` and nothing changed), and an injected
 stall sleeps here. This is the one place of the tickets target that reads a clock of its own
 (``time.monotonic``, to bound a wait); the decisions use only the core's injected clock.
 """

@@ -1,6 +1,6 @@
 """Stores for the tickets core: in memory (properties, replays) and SQLite (served).
 
-Both implement :class:`targets.tickets.core.Store`. ``apply`` is the one write: the quota
+Both implement :class:`peakproof.targets.tickets.core.Store`. ``apply`` is the one write: the quota
 row (compare-and-set on its version unless the policy writes blind), plus at most one
 reservation inserts or one conditional status transition, all or nothing.
 """

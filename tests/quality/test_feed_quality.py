@@ -8,7 +8,7 @@ import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from peakproof.pytest_plugin import Target
-from targets.feed import FeedCore
+from peakproof.targets.feed import FeedCore
 
 from properties.test_feed import CAP, THRESHOLD, FeedMachine
 

@@ -9,7 +9,7 @@ from typing import Any
 from peakproof.cases.notifications import IN_VIRTUAL_TIME as VIRTUAL, InProcessNotifications, check_notifications, peak_minute
 from peakproof.checks import CheckResult
 from peakproof.providers import ProviderConfig
-from targets.notifications import core as ncore
+from peakproof.targets.notifications import core as ncore
 
 from tests.unit.test_notifications import PEAK, run_peak
 
@@ -133,7 +133,7 @@ def _queued_again_between_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _counts_sms_as_gsm7(monkeypatch: pytest.MonkeyPatch) -> None:
-    from targets.notifications import formatting as fm
+    from peakproof.targets.notifications import formatting as fm
 
     def sms(title: str, body: str) -> dict[str, object]:
         m = fm.format_sms(title, body)

@@ -16,8 +16,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from peakproof.pytest_plugin import Target
 from properties.test_tickets import TicketsMachine, contention, interleavings_hold
-from targets.tickets import InMemoryStore, LeaseLock, Reservation, TicketsCore
-from targets.tickets.core import Change, QuotaRow
+from peakproof.targets.tickets import InMemoryStore, LeaseLock, Reservation, TicketsCore
+from peakproof.targets.tickets.core import Change, QuotaRow
 
 from . import fixed_budget
 

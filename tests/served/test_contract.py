@@ -75,7 +75,7 @@ def test_a_target_that_refuses_connections_leaves_the_stage_undecided_without_ra
 
 def test_the_reference_in_process_keeps_its_contract_and_a_broken_one_is_caught(tmp_path: Path) -> None:
     """The same app, once as it is and once with the route table's 405s stripped of ``Allow``."""
-    import targets._asgi as asgi
+    import peakproof.targets._asgi as asgi
 
     case = get_case("tickets")
     app, headers, stop = case.contract_app(tmp_path)  # type: ignore[misc]

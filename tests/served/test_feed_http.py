@@ -153,7 +153,7 @@ def test_a_full_fan_out_queue_refuses_with_retry_after_and_a_slow_one_flags_publ
 def _serve_core(core: Any) -> tuple[str, Any]:
     import uvicorn
 
-    from targets.feed.app import FanoutConsumers, FeedApp
+    from peakproof.targets.feed.app import FanoutConsumers, FeedApp
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,7 +174,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 
 def test_the_url_machine_catches_a_served_feed_that_ignores_deletes() -> None:
-    from targets.feed import FeedCore
+    from peakproof.targets.feed import FeedCore
 
     class IgnoresDeletes(FeedCore):
         def delete(self, post_id: str) -> Any:

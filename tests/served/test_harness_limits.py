@@ -29,7 +29,7 @@ def test_a_run_cut_by_the_harness_s_own_limit_is_inconclusive_and_an_announced_o
     props = tmp_path / "properties"
     props.mkdir()
     (props / "test_limits.py").write_text(PROPERTY)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "peakproof.pytest_plugin", "-p", "no:cacheprovider",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            "-p", "no:schemathesis", "--timeout", "1.5", "-rs", "-q", str(props / "test_limits.py")],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from targets._lean import LeanServer, _Connection
+from peakproof.targets._lean import LeanServer, _Connection
 
 pytestmark = pytest.mark.http  # every exchange goes through a server on 127.0.0.1
 

@@ -81,7 +81,7 @@ def test_a_property_run_in_which_a_check_had_no_chance_exits_6_naming_it(tmp_pat
         "    assert_checks([Violations().result('urgent_overtakes_reminder_backlog', {}, chances=0,\n"
         "                                       chance_kind='urgent notifications behind a reminder backlog'),\n"
         "                   Violations().result('no_oversell', {}, chances=3, chance_kind='reservations')])\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "peakproof.pytest_plugin", "-p",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p",
                            "no:cacheprovider", str(props)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))  # this checkout's peakproof
     out = proc.stdout + proc.stderr

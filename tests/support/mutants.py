@@ -24,7 +24,7 @@ from .stdlib_server import on_stdlib
 def tickets_sells_expired_holds() -> None:
     """A confirm that arrives after the hold lapsed still answers 'sold' (the buyer who pays at
     minute 3 on a 2-minute hold)."""
-    from targets.tickets.core import Expired, TicketsCore
+    from peakproof.targets.tickets.core import Expired, TicketsCore
 
     original = TicketsCore.confirm
 
@@ -44,7 +44,7 @@ def tickets_500_on_every_reservation() -> None:
 
 def tickets_accepts_nonpositive_quantity() -> None:
     """A quantity of 0 or less passes validation: a "reservation" of -1 adds a unit to the stock."""
-    from targets.tickets.core import TicketsCore
+    from peakproof.targets.tickets.core import TicketsCore
 
     original = TicketsCore.reserve_fast
 
@@ -60,7 +60,7 @@ def tickets_accepts_nonpositive_quantity() -> None:
 def tickets_refuses_long_buyer_ids() -> None:
     """Buyer ids longer than 64 characters are refused (a VARCHAR(64) column), though the contract
     allows up to 200: a schema-valid request gets a 400."""
-    from targets.tickets.core import InvalidRequest, TicketsCore
+    from peakproof.targets.tickets.core import InvalidRequest, TicketsCore
 
     original = TicketsCore.reserve_fast
 
@@ -76,7 +76,7 @@ def tickets_refuses_long_buyer_ids() -> None:
 def tickets_keys_on_request_id_alone() -> None:
     """Idempotency keyed on (quota, request id), not the buyer too: a second buyer whose app numbers
     its requests like the first's gets the first buyer's reservation back."""
-    from targets.tickets.store import SqliteStore
+    from peakproof.targets.tickets.store import SqliteStore
 
     def find_by_key(self: SqliteStore, quota_id: str, buyer_id: str, request_id: str) -> Any:
         r = next((r for (q, _b, rid), r in list(self._keys.items()) if q == quota_id and rid == request_id), None)
@@ -90,8 +90,8 @@ def tickets_releases_holds_early() -> None:
     answer announces the window it was given: a buyer who pays in time is told the hold expired."""
     from dataclasses import replace as _replace
 
-    from targets.tickets import app
-    from targets.tickets.core import TicketsCore
+    from peakproof.targets.tickets import app
+    from peakproof.targets.tickets.core import TicketsCore
 
     put_quota, reservation_json, quota_json = TicketsCore.put_quota, app.reservation_json, app._quota_json
 
@@ -110,7 +110,7 @@ def tickets_releases_holds_early() -> None:
 def tickets_unfenced_lease() -> None:
     """The quota row's write is not fenced: a holder that stalled past its lease still writes,
     over the write of the holder that took the row after it (a lost update)."""
-    from targets.tickets.store import SqliteStore
+    from peakproof.targets.tickets.store import SqliteStore
 
     original = SqliteStore.apply
 
@@ -122,7 +122,7 @@ def tickets_unfenced_lease() -> None:
 
 def tickets_lock_without_lease() -> None:
     """A plain lock where the design has a lease: a holder that dies keeps the row for ever."""
-    from targets.tickets.core import LeaseLock
+    from peakproof.targets.tickets.core import LeaseLock
 
     original = LeaseLock.try_acquire
 
@@ -146,7 +146,7 @@ def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0,
     ``only_status``, a share of those the reference answered with one of these statuses)."""
     import random
 
-    from targets.tickets.app import TicketsApp
+    from peakproof.targets.tickets.app import TicketsApp
 
     original = TicketsApp.__call__
     rnd = random.Random(7)
@@ -178,14 +178,14 @@ def _break_responses(hit: Callable[[str, str], bool], share: float = 1.0,
 
 def feed_ignores_unfollows() -> None:
     """Answers 200 to an unfollow and keeps the follow (the old author keeps showing up)."""
-    from targets.feed.core import FeedCore
+    from peakproof.targets.feed.core import FeedCore
 
     FeedCore.unfollow = lambda self, user, followee: None  # type: ignore[method-assign]
 
 
 def feed_skips_a_post_at_each_page_boundary() -> None:
     """The page after a cursor leaves out its first post (an off-by-one in the cursor)."""
-    from targets.feed.core import FeedCore
+    from peakproof.targets.feed.core import FeedCore
 
     original = FeedCore.read_view
 
@@ -201,7 +201,7 @@ def feed_skips_a_post_at_each_page_boundary() -> None:
 
 def feed_fanout_stalls() -> None:
     """The fan-out consumers never start: only the merged (above-threshold) authors ever show."""
-    from targets.feed.app import FanoutConsumers
+    from peakproof.targets.feed.app import FanoutConsumers
 
     FanoutConsumers.start = lambda self: self  # type: ignore[method-assign]
 
@@ -211,7 +211,7 @@ def notifications_new_key_per_call() -> None:
     the provider cannot tell the retry from a new message and delivers twice."""
     from dataclasses import replace as _replace
 
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     original = NotificationsCore._call
 
@@ -224,7 +224,7 @@ def notifications_new_key_per_call() -> None:
 
 def notifications_retries_a_dead_channel() -> None:
     """After a permanent failure ("bad address") the next round tries the same channel again."""
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     original = NotificationsCore._plan
 
@@ -238,7 +238,7 @@ def notifications_retries_a_dead_channel() -> None:
 
 def notifications_budget_of_six() -> None:
     """Spends up to 6 provider calls on a notification instead of the budget of 3 (BI8)."""
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     original = NotificationsCore.__init__
 
@@ -253,7 +253,7 @@ def notifications_resends_replays() -> None:
     is queued again as a message of its own (its own idempotency key): the recipient hears twice."""
     from dataclasses import replace as _replace
 
-    from targets.notifications.core import Notification, NotificationsCore
+    from peakproof.targets.notifications.core import Notification, NotificationsCore
 
     accept, call = NotificationsCore.accept, NotificationsCore._call
 
@@ -274,8 +274,8 @@ def notifications_resends_replays() -> None:
 
 def notifications_ignores_preference() -> None:
     """The cascade always starts at push, then SMS, then e-mail, whatever the recipient prefers."""
-    from targets.notifications.core import CHANNELS, Recipient
-    from targets.notifications.store import GroupCommitStore, SqliteStore
+    from peakproof.targets.notifications.core import CHANNELS, Recipient
+    from peakproof.targets.notifications.store import GroupCommitStore, SqliteStore
 
     for store in (GroupCommitStore, SqliteStore):
         def fixed_order(self: Any, recipient_id: str, load: Any = store.load_recipient) -> Any:
@@ -288,7 +288,7 @@ def notifications_ignores_preference() -> None:
 def notifications_claims_delivered() -> None:
     """A provider's 503 ("unavailable, try again") is taken for a delivery: the status says
     delivered, no provider delivered it, and it is never retried."""
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     complete = NotificationsCore.complete
 
@@ -301,7 +301,7 @@ def notifications_claims_delivered() -> None:
 def notifications_breaker_counts_permanent() -> None:
     """The breaker counts a dead address's permanent failures as the channel's: a few bad numbers
     open SMS for everyone."""
-    from targets.notifications.core import Breaker
+    from peakproof.targets.notifications.core import Breaker
 
     record = Breaker.record
 
@@ -316,7 +316,7 @@ def notifications_one_fifo() -> None:
     reminder accepted before it."""
     import heapq
 
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     def enqueue(self: NotificationsCore, n: Any, due: float) -> None:
         heapq.heappush(self._queues["reminder"], (due, next(self._seq), n.notification_id))
@@ -327,7 +327,7 @@ def notifications_one_fifo() -> None:
 def notifications_dedups_on_event_alone() -> None:
     """Deduplicates on the event id alone: the same event sent to a second recipient (a broadcast)
     answers with the first recipient's notification, and the second recipient is never notified."""
-    from targets.notifications.store import GroupCommitStore, InMemoryStore
+    from peakproof.targets.notifications.store import GroupCommitStore, InMemoryStore
 
     for cls in (GroupCommitStore, InMemoryStore):
         def insert_if_absent(self: Any, n: Any, _original: Any = cls.insert_if_absent) -> Any:
@@ -344,7 +344,7 @@ def http_semantics(times: str = "rfc3339") -> Callable[[], None]:
     contracts' convention) or as epoch seconds (``times="epoch"``). A harness must pass it."""
 
     def patch() -> None:
-        from targets._asgi import AsgiApp
+        from peakproof.targets._asgi import AsgiApp
 
         original = AsgiApp.__call__
 
@@ -409,8 +409,8 @@ def tickets_expiry_job() -> None:
     on time as a real shop's do; the bug: a hold sold after the expiry the shop itself announced)."""
     from dataclasses import replace as _replace
 
-    from targets.tickets.app import Supervisor
-    from targets.tickets.core import Cancelled, Change, Expired, QuotaRow, TicketsCore
+    from peakproof.targets.tickets.app import Supervisor
+    from peakproof.targets.tickets.core import Cancelled, Change, Expired, QuotaRow, TicketsCore
 
     def confirm(self: TicketsCore, reservation_id: str) -> Any:
         res = self._reservation(reservation_id)
@@ -444,7 +444,7 @@ def tickets_returns_lapsed_units_late() -> None:
     wrong: a confirm after the expiry is still refused."""
     import heapq as _heapq
 
-    import targets.tickets.core as core
+    import peakproof.targets.tickets.core as core
     from peakproof.cases.tickets.rules import RELEASE_SLACK
 
     late = RELEASE_SLACK + 10.0
@@ -463,7 +463,7 @@ def tickets_returns_lapsed_units_late() -> None:
 
 def notifications_breaker_never_opens() -> None:
     """The breaker never opens: whatever a channel's failures, the cascade keeps calling it first."""
-    from targets.notifications.core import Breaker
+    from peakproof.targets.notifications.core import Breaker
 
     Breaker._open = lambda self, now: None  # type: ignore[method-assign]
 
@@ -471,7 +471,7 @@ def notifications_breaker_never_opens() -> None:
 def tickets_one_reservation_for_two_request_ids() -> None:
     """A reservation cache keyed on (quota, buyer) alone: a buyer's second request id, within the
     hold, gets the first request's reservation back (one reservation answering two request ids)."""
-    from targets.tickets.core import TicketsCore
+    from peakproof.targets.tickets.core import TicketsCore
 
     original = TicketsCore.reserve_fast
 
@@ -491,7 +491,7 @@ def tickets_checks_echo() -> None:
     """Not a mutant: the reference, counting whether each reservation's ``X-Peakproof-Echo`` header
     names the buyer and request id of its own body (``tests/support/echo.py``); ``GET <base>/_echo``
     answers the counts: right, stale (another request's value), missing."""
-    from targets.tickets.app import TicketsApp
+    from peakproof.targets.tickets.app import TicketsApp
 
     original = TicketsApp.__call__
     counts = {"right": 0, "stale": 0, "missing": 0}
@@ -539,7 +539,7 @@ def tickets_checks_echo() -> None:
 
 def feed_405_without_allow() -> None:
     """A 405 that does not say which methods the resource supports (RFC 9110 requires ``Allow``)."""
-    import targets._asgi as asgi
+    import peakproof.targets._asgi as asgi
 
     original = asgi.HttpError.__init__
 
@@ -551,7 +551,7 @@ def feed_405_without_allow() -> None:
 
 def notifications_unhashable_channel_is_a_500() -> None:
     """A channel list with an object in it ({}) crashes the validation: a 500 where a 400 is due."""
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     original = NotificationsCore.put_recipient
 
@@ -567,7 +567,7 @@ def notifications_holds_urgent_a_round() -> None:
     """Every urgent notification waits one round (the backoff) before its first call, while reminders
     go at once: the urgent mean stays under 5 s at short rounds, and nothing queues for a backlog check
     to see; a reminder sent after an urgent one reaches the provider first."""
-    from targets.notifications.core import NotificationsCore
+    from peakproof.targets.notifications.core import NotificationsCore
 
     original = NotificationsCore._enqueue
 
@@ -582,7 +582,7 @@ def notifications_holds_urgent_a_round() -> None:
 def feed_answers_with_the_previous_author() -> None:
     """Stores each post as asked, but answers a publish with the author and text of the post before it
     (a response object reused across requests): the client is told about somebody else's post."""
-    from targets.feed.app import FeedApp
+    from peakproof.targets.feed.app import FeedApp
 
     original = FeedApp._publish
     last: dict[str, Any] = {}

@@ -193,7 +193,7 @@ def on_stdlib(case: str) -> Callable[[], None]:
     """The variant's patch: ``peakproof serve <case>`` serves on ``http.server`` with the case's forms."""
 
     def patch() -> None:
-        import targets._lean as lean
+        import peakproof.targets._lean as lean
 
         def serve_asgi(app: Any, host: str, port: int, http: str = "uvicorn", **_: Any) -> None:
             serve_stdlib(app, host, port, **FORMS[case])

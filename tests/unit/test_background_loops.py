@@ -9,9 +9,9 @@ import time
 import pytest
 
 from peakproof.clock import VirtualClock
-from targets._background import LoopHealth
-from targets.feed import FeedCore
-from targets.feed.core import MAX_JOB_ATTEMPTS, FanoutJobFailed
+from peakproof.targets._background import LoopHealth
+from peakproof.targets.feed import FeedCore
+from peakproof.targets.feed.core import MAX_JOB_ATTEMPTS, FanoutJobFailed
 
 
 def test_a_fan_out_job_that_keeps_failing_is_dead_lettered_and_the_queue_moves_on() -> None:
@@ -41,7 +41,7 @@ def test_a_fan_out_job_that_keeps_failing_is_dead_lettered_and_the_queue_moves_o
 
 
 def test_a_raising_supervisor_is_counted_and_keeps_running() -> None:
-    from targets.tickets.app import Supervisor
+    from peakproof.targets.tickets.app import Supervisor
 
     class Broken:
         calls = 0

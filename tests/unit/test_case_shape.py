@@ -11,8 +11,8 @@ import pytest
 
 from peakproof.cases import all_cases
 from peakproof.driver import HttpDriver, InProcessDriver
-from targets._asgi import AsgiApp
-from targets._background import BackgroundLoop
+from peakproof.targets._asgi import AsgiApp
+from peakproof.targets._background import BackgroundLoop
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = tuple(name for name, case in all_cases().items() if case.package == f"peakproof.cases.{name}")
@@ -58,7 +58,7 @@ def test_every_case_judges_with_pure_functions_of_one_analysis_each_stating_its_
 
 @pytest.mark.parametrize("case", BUILT_IN)
 def test_every_reference_target_stands_on_the_shared_asgi_base_and_loop(case: str) -> None:
-    app = importlib.import_module(f"targets.{case}.app")
+    app = importlib.import_module(f"peakproof.targets.{case}.app")
     assert issubclass(getattr(app, APPS[case]), AsgiApp)
     assert issubclass(getattr(app, LOOPS[case]), BackgroundLoop)
     for name, fn in vars(getattr(app, APPS[case])).items():  # handlers: (self, req, *path groups)

@@ -67,6 +67,6 @@ def test_the_rule_catches_a_target_that_imports_the_harness(tmp_path: Path) -> N
 
 def test_the_feed_targets_default_threshold_is_the_one_the_seeds_model_computes() -> None:
     from peakproof.cases.feed.case import seed_threshold as feed_seed_threshold
-    from targets.feed.server import SEED_THRESHOLD
+    from peakproof.targets.feed.server import SEED_THRESHOLD
 
     assert SEED_THRESHOLD == feed_seed_threshold()

@@ -10,8 +10,8 @@ from peakproof.cases.notifications import (IN_VIRTUAL_TIME, InProcessNotificatio
                                            check_notifications, peak_minute, urgent_mean_latency,
                                            urgent_overtakes_reminder_backlog)
 from peakproof.providers import ProviderConfig
-from targets.notifications import BreakerConfig
-from targets.notifications import formatting as fm
+from peakproof.targets.notifications import BreakerConfig
+from peakproof.targets.notifications import formatting as fm
 
 PEAK = 1736.11  # notifications/s at peak, derived in the seed
 
@@ -161,7 +161,7 @@ def test_a_backlog_too_short_to_matter_leaves_priority_unexercised() -> None:
 
 def _core(policy: str = "cascade") -> Any:
     from peakproof.clock import VirtualClock
-    from targets.notifications import InMemoryStore, NotificationsCore
+    from peakproof.targets.notifications import InMemoryStore, NotificationsCore
 
     core = NotificationsCore(InMemoryStore(), VirtualClock(), policy=policy)
     core.put_recipient("r", ["push", "sms", "email"], {"push_token": "t", "phone": "+905550000000",

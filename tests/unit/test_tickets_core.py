@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from peakproof.clock import VirtualClock
-from targets.tickets import (Busy, Expired, IdempotencyKeyReused, InMemoryStore, InvalidRequest, SoldOut,
+from peakproof.targets.tickets import (Busy, Expired, IdempotencyKeyReused, InMemoryStore, InvalidRequest, SoldOut,
                              TicketsCore, UnknownQuota)
-from targets.tickets.core import READ, Wait
+from peakproof.targets.tickets.core import READ, Wait
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_an_unknown_policy_is_refused_with_the_choices() -> None:
 
 
 def test_a_holder_armed_to_stall_yields_the_stall_between_its_read_and_its_write(core: TicketsCore) -> None:
-    from targets.tickets.core import Stall
+    from peakproof.targets.tickets.core import Stall
 
     core.arm_fault("stall", 3.0)
     steps = core.reserve_steps("q", "a", 1, "1")
@@ -153,7 +153,7 @@ def test_a_holder_armed_to_stall_yields_the_stall_between_its_read_and_its_write
 
 def test_a_holder_that_dies_writes_nothing_and_keeps_the_lock_until_its_lease_runs_out(
         core: TicketsCore, clock: VirtualClock) -> None:
-    from targets.tickets.core import HolderDied
+    from peakproof.targets.tickets.core import HolderDied
 
     core.arm_fault("die")
     with pytest.raises(HolderDied):
@@ -186,7 +186,7 @@ def test_unknown_faults_and_bad_stalls_are_refused_with_what_was_expected(core: 
 def test_the_scheduler_lapses_time_for_workers_stuck_behind_a_dead_holder_and_says_when_nothing_frees_them() -> None:
     from peakproof.cases.tickets import interleaved_reservations
     from peakproof.interleave import Stuck, kill
-    from targets.tickets.core import LeaseLock
+    from peakproof.targets.tickets.core import LeaseLock
 
     sched, core = interleaved_reservations("pessimistic", 4, [1, 1, 1], 2, [0, kill(0)])
     assert core.get_quota("q").held == 2  # the dead worker's reservation never landed; the others did

@@ -32,7 +32,7 @@ def peak_rate() -> float:
 
 
 def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
-    from targets.feed.server import serve as serve_feed
+    from peakproof.targets.feed.server import serve as serve_feed
 
     threshold = seed_threshold() if args.threshold is None else args.threshold
     serve_feed(args.host, args.port, db, policy=policy, threshold=threshold, inbox_cap=args.inbox_cap,
@@ -74,7 +74,7 @@ OPTIONS = (
 
 def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
     """The reference's ASGI app for the contract stage in process (its database in ``work``)."""
-    from targets.feed.server import build_app
+    from peakproof.targets.feed.server import build_app
 
     app = build_app(work / "contract-feed.sqlite3", admin_token="contract")
     return app, {"Authorization": "Bearer contract"}, app.on_shutdown

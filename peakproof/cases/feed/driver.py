@@ -54,7 +54,7 @@ class InProcessFeed(InProcessDriver):
     def __init__(self, *, policy: str = "hybrid", threshold: int = 169_691, inbox_cap: int = 400,
                  core: Any = None, core_factory: Callable[[VirtualClock], Any] | None = None,
                  clock: VirtualClock | None = None, history: History | None = None) -> None:
-        from targets.feed import FeedCore, FeedError
+        from peakproof.targets.feed import FeedCore, FeedError
 
         super().__init__(clock, history)
         core = self._plugged(core, core_factory)

@@ -52,7 +52,7 @@ def light_options() -> dict[str, object]:
 
 
 def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
-    from targets.notifications.server import serve as serve_notifications
+    from peakproof.targets.notifications.server import serve as serve_notifications
 
     from ...errors import UsageError
 
@@ -110,7 +110,7 @@ OPTIONS = (
 def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
     """The reference's ASGI app for the contract stage in process: it accepts and answers; no
     dispatcher (no provider to deliver to: delivery is the properties' business)."""
-    from targets.notifications.server import build_app
+    from peakproof.targets.notifications.server import build_app
 
     app = build_app(work / "contract-notifications.sqlite3", "http://127.0.0.1:9", dispatch=False)
     return app, {}, app.on_shutdown

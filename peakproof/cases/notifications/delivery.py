@@ -136,7 +136,7 @@ def status_moves_forward(a: NotificationsAnalysis) -> CheckResult:
 @NOTIFICATIONS.register
 def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
     """What reached each provider fits that channel: SMS segments and encoding, push sizes, e-mail headers."""
-    from targets.notifications import formatting as fm  # the limits are the contract's, stated once
+    from peakproof.targets.notifications import formatting as fm  # the limits are the contract's, stated once
 
     v = Violations()
     checked = 0

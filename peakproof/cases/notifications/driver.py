@@ -54,7 +54,7 @@ class InProcessNotifications(InProcessDriver):
                  outcome: Callable[[Any], str] | None = None, capacity: dict[str, float] | None = None,
                  clock: VirtualClock | None = None, core_factory: Callable[[VirtualClock], Any] | None = None,
                  **core_options: Any) -> None:
-        from targets.notifications import InMemoryStore, NotificationError, NotificationsCore
+        from peakproof.targets.notifications import InMemoryStore, NotificationError, NotificationsCore
 
         super().__init__(clock, history)
         core = self._plugged(core, core_factory)

@@ -35,7 +35,7 @@ def seed_opening(spec: RunSpec) -> tuple[str, list[Any], str]:
 
 
 def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
-    from targets.tickets.server import serve as serve_tickets
+    from peakproof.targets.tickets.server import serve as serve_tickets
 
     serve_tickets(args.host, args.port, db, policy=policy, admin_token=args.admin_token,
                   hold_seconds=args.hold_seconds, lease_seconds=args.lease_seconds, threads=args.threads,
@@ -101,7 +101,7 @@ def bind_rules(driver: Any, spec: RunSpec) -> None:
 
 def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
     """The reference's ASGI app for the contract stage in process (its database in ``work``)."""
-    from targets.tickets.server import build_app
+    from peakproof.targets.tickets.server import build_app
 
     app, supervisor = build_app(work / "contract-tickets.sqlite3", admin_token="contract")
     supervisor.start()

@@ -54,14 +54,14 @@ class TicketsDriver(Protocol):
 
 
 class InProcessTickets(InProcessDriver):
-    """Drives a :class:`targets.tickets.TicketsCore` directly, in virtual time by default."""
+    """Drives a :class:`peakproof.targets.tickets.TicketsCore` directly, in virtual time by default."""
 
     tolerance = Tolerance(skew=0.0, release_grace=0.0)
 
     def __init__(self, core: Any = None, *, policy: str = "pessimistic", clock: VirtualClock | None = None,
                  history: History | None = None, core_factory: Callable[[VirtualClock], Any] | None = None,
                  **core_options: Any) -> None:
-        from targets.tickets import InMemoryStore, TicketError, TicketsCore  # the target, only in-process
+        from peakproof.targets.tickets import InMemoryStore, TicketError, TicketsCore  # the target, only in-process
 
         super().__init__(clock, history)
         core = self._plugged(core, core_factory)

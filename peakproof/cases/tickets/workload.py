@@ -133,8 +133,8 @@ def interleaved_reservations(policy: str, capacity: int, quantities: list[int], 
     ``scheduler.history`` is judged by the tickets checks and ``scheduler.render()`` is the
     interleaving, one line a step.
     """
-    from targets.tickets import InMemoryStore, TicketError, TicketsCore
-    from targets.tickets.core import Wait
+    from peakproof.targets.tickets import InMemoryStore, TicketError, TicketsCore
+    from peakproof.targets.tickets.core import Wait
 
     from ...interleave import Scheduler
 

@@ -1,4 +1,4 @@
-"""The counter's reference target: a raw ASGI app (served by ``targets._lean`` or uvicorn).
+"""The counter's reference target: a raw ASGI app (served by ``peakproof.targets._lean`` or uvicorn).
 
     POST /counter/increments {"by": n}  -> 200 {"value": v}   (v: the value this increment left)
     GET  /counter                       -> 200 {"value": v}
@@ -102,6 +102,6 @@ class CounterApp:
 
 def serve_counter(host: str, port: int, policy: str = "locked", http: str = "lean", racy_pause: float = 0.001) -> None:
     """Serve the reference counter until SIGINT or SIGTERM."""
-    from targets._lean import serve_asgi
+    from peakproof.targets._lean import serve_asgi
 
     serve_asgi(CounterApp(CounterCore(policy), racy_pause), host, port, http)
