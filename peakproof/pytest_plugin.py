@@ -273,6 +273,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the properties' own marker, declared where they ship (a team's repository has no ini naming it)
+    config.addinivalue_line("markers", "http: starts a reference server on 127.0.0.1 or calls --target-url")
     session = session_of(config)
     config.pluginmanager.register(session, "peakproof-properties-session")
     push_tally(session.chances)  # judgements made in this session are tallied on it

@@ -18,6 +18,8 @@ from typing import Iterator
 
 import pytest
 
+from tests.support.junit_report import validated
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 pytestmark = [pytest.mark.http, pytest.mark.slow]
@@ -129,21 +131,34 @@ def verdict_of(out: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
-def test_an_example_passes_through_its_driver_and_its_broken_variant_fails_naming_its_bug(case: str) -> None:
+def test_an_example_passes_through_its_driver_and_its_broken_variant_fails_naming_its_bug(case: str,
+                                                                                         tmp_path: Path) -> None:
     """``peakproof run --driver``: the properties over the URL and a short load on the good variant; the
     broken one FAILs naming its bug in the stage given (the other would too: see the issue's note)."""
+    junit = tmp_path / "verdict.xml"  # and the verdict as a CI system reads it, check by check
     with service(case) as (url, options):
         good = peakproof("run", case, "--driver", DRIVERS[case], "--target-url", url, *options, *LOAD[case],
-                         *WAIVED.get(case, []), "--report-dir", REPORTS)
+                         *WAIVED.get(case, []), "--report-dir", REPORTS, "--junit", str(junit))
     assert good.returncode == 0, verdict_of(good)
     assert f"peakproof verdict for {case}: PASS" in good.stdout
     assert "[ok] properties (Hypothesis)" in good.stdout and "[ok] load scenario" in good.stdout
+    passed = validated(junit)
+    # a PASS: nothing failed, nothing undecided (skipped: the contract stage a driver skips, URL-only properties)
+    assert not [k for k, (status, text) in passed.items() if status in ("failed", "error")
+                or text.startswith("INCONCLUSIVE")], passed
+    assert any(cls.endswith(".properties.test_" + case) for cls, _ in passed)  # each property its own test case
+    assert sum(".load_scenario_" in cls for cls, _ in passed) >= 5  # each check and service level of the load
     flag, check, stage = BROKEN[case]
     with service(case, flag) as (url, options):
         bad = peakproof("run", case, "--driver", DRIVERS[case], "--target-url", url, *options, *LOAD[case],
-                        *WAIVED.get(case, []), stage, "--report-dir", REPORTS)
+                        *WAIVED.get(case, []), stage, "--report-dir", REPORTS, "--junit", str(junit))
     assert bad.returncode == 1, verdict_of(bad)
     assert f"{check}: FAIL" in verdict_of(bad) or f"[FAIL] {check}" in verdict_of(bad), verdict_of(bad)
+    failed = {name: text for (_, name), (status, text) in validated(junit).items() if status == "failed"}
+    if stage == "--skip-properties":  # the load's check: its own test case, with Actual / Limit
+        assert "Actual" in failed[check] and "/ Limit 0 violations" in failed[check], failed
+    else:  # the property that caught it, and the stage, naming the check
+        assert any(check in text for text in failed.values()), failed
 
 
 def test_the_courier_passes_the_peak_through_its_driver_and_its_broken_variant_delivers_twice() -> None:
@@ -167,16 +182,21 @@ def test_the_courier_passes_the_peak_through_its_driver_and_its_broken_variant_d
     assert "[FAIL] one_delivery_per_event" in text, text[-4000:]
 
 
-def test_the_feed_example_without_its_waiver_is_inconclusive_naming_the_capability() -> None:
+def test_the_feed_example_without_its_waiver_is_inconclusive_naming_the_capability(tmp_path: Path) -> None:
     with service("feed") as (url, _):
         # a short load: what is asserted is the capability named, which the first reads already show
         out = peakproof("run", "feed", "--driver", DRIVERS["feed"], "--target-url", url,
                         *(a if a != "15" else "6" for a in LOAD["feed"]), "--skip-properties",
-                        "--report-dir", str(ROOT / "reports" / "examples"))
+                        "--report-dir", str(ROOT / "reports" / "examples"), "--junit", str(tmp_path / "v.xml"))
     assert out.returncode == 2, out.stdout[-3000:]
     verdict = out.stdout[out.stdout.index("peakproof verdict"):]
     assert "inbox_capped undecided" in verdict and "'inbox_size' capability" in verdict
     assert "--without inbox_size" in verdict
+    # INCONCLUSIVE as a CI system reads it: skipped with its reason, neither passed nor failed
+    statuses = {name: (status, text) for (_, name), (status, text) in validated(tmp_path / "v.xml").items()}
+    status, text = statuses["inbox_capped"]
+    assert status == "skipped" and text.startswith("INCONCLUSIVE: ") and "inbox_size" in text, statuses
+    assert "failed" not in {s for s, _ in statuses.values()}, statuses
 
 
 def test_a_service_of_another_api_without_a_driver_is_inconclusive_saying_write_a_driver() -> None:

@@ -11,24 +11,9 @@ import pytest
 from peakproof import junit
 from peakproof.checks import CheckResult, Measure
 from peakproof.verdict import Outcome
+from tests.support.junit_report import validated
 
-xmlschema = pytest.importorskip("xmlschema", reason="the test extra: pip install -e '.[test]'")
-SCHEMA = xmlschema.XMLSchema(str(Path(__file__).parents[1] / "support" / "junit.xsd"))
-
-
-def gitlab_statuses(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
-    """(classname, name) -> (status, the text GitLab shows): GitLab's reading of a report (its parser takes
-    failure, then error, then skipped; anything else is a success)."""
-    out = {}
-    for tc in ET.parse(path).getroot().iter("testcase"):
-        for tag, status in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
-            el = tc.find(tag)
-            if el is not None:
-                out[(tc.get("classname"), tc.get("name"))] = (status, f"{el.get('message', '')}\n{el.text or ''}")
-                break
-        else:
-            out[(tc.get("classname"), tc.get("name"))] = ("success", "")
-    return out
+pytest.importorskip("xmlschema", reason="the test extra: pip install -e '.[test]'")
 
 
 def latency(valid: object, actual: float) -> CheckResult:
@@ -43,8 +28,7 @@ def test_each_check_is_a_test_case_a_broken_promise_a_failure_with_actual_and_li
                           [oversold, latency(True, 0.004)], ["no_oversell: quota 'q1': sold 5,002 of 5,000"],
                           seconds=21.5)]
     path = junit.write(tmp_path / "out" / "verdict.xml", "tickets", stages, Outcome.FAIL, 30.0)
-    SCHEMA.validate(str(path))
-    got = gitlab_statuses(path)
+    got = validated(path)
     cls = "peakproof.tickets.load_scenario_tickets_opening_locust_open_model"
     status, text = got[(cls, "no_oversell")]
     assert status == "failed" and "Actual 2 violations / Limit 0 violations" in text, text
@@ -60,8 +44,7 @@ def test_an_undecided_check_is_skipped_with_its_reason_never_passed_nor_failed(t
     stages = [junit.Stage("load scenario tickets-opening (Locust, open model)", Outcome.INCONCLUSIVE,
                           [latency("unknown", 0.4)], ["reserve p99 latency undecided: a neighbour took the CPU"])]
     path = junit.write(tmp_path / "v.xml", "tickets", stages, Outcome.INCONCLUSIVE, 1.0)
-    SCHEMA.validate(str(path))
-    ((status, text),) = gitlab_statuses(path).values()
+    ((status, text),) = validated(path).values()
     assert status == "skipped" and text.startswith("INCONCLUSIVE: a neighbour took the CPU"), text
 
 
@@ -72,8 +55,7 @@ def test_a_stage_whose_outcome_its_checks_do_not_show_gets_a_test_case_carrying_
                                                   "target"], detail="12,000 requests")
     not_run = junit.Stage("contract (Schemathesis)", Outcome.PASS, [], ["contract skipped: --driver"], skipped=True)
     path = junit.write(tmp_path / "v.xml", "tickets", [behind, not_run], Outcome.INCONCLUSIVE, 1.0)
-    SCHEMA.validate(str(path))
-    got = gitlab_statuses(path)
+    got = validated(path)
     stage = got[("peakproof.tickets.load_scenario_tickets_opening_locust_open_model",
                  "load scenario tickets-opening (Locust, open model)")]
     assert stage[0] == "skipped" and "the generator offered 61% of the curve" in stage[1], stage
@@ -92,8 +74,8 @@ def test_the_properties_own_test_cases_fold_into_their_stage(tmp_path: Path) -> 
     cases = junit.pytest_cases(pytest_xml, "peakproof.tickets.properties")
     stage = junit.Stage("properties (Hypothesis)", Outcome.FAIL, [], ["no_oversell: FAIL"], cases=cases)
     path = junit.write(tmp_path / "v.xml", "tickets", [stage], Outcome.FAIL, 4.0)
-    SCHEMA.validate(str(path))  # pytest's per-test <properties> are not in it
-    got = gitlab_statuses(path)
+    # pytest's per-test <properties> are not in the schema: validated() below would refuse them
+    got = validated(path)
     assert got[("peakproof.tickets.properties.test_tickets", "test_a")][0] == "success"
     assert got[("peakproof.tickets.properties.test_tickets", "test_b")] == ("failed", "no_oversell: FAIL\ntrace")
     assert junit.pytest_cases(tmp_path / "missing.xml", "x") == []
@@ -103,5 +85,4 @@ def test_a_target_s_control_characters_echoed_in_a_violation_still_make_valid_xm
     garbage = CheckResult("answers_belong_to_who_asked", False, {"violations": 1}, "answered 'q\x00\x1b[31m'")
     path = junit.write(tmp_path / "v.xml", "tickets", [junit.Stage("properties", Outcome.FAIL, [garbage])],
                        Outcome.FAIL, 1.0)
-    SCHEMA.validate(str(path))
-    assert gitlab_statuses(path)[("peakproof.tickets.properties", "answers_belong_to_who_asked")][0] == "failed"
+    assert validated(path)[("peakproof.tickets.properties", "answers_belong_to_who_asked")][0] == "failed"
