@@ -135,7 +135,11 @@ def pytest_cases(path: str | Path, prefix: str) -> list[ET.Element]:
         return []
     out = []
     for tc in root.iter("testcase"):
-        tc.set("classname", f"{prefix}.{tc.get('classname', '')}".rstrip("."))
+        # pytest names the class by the file's path from its rootdir: from an installed package that is the
+        # whole way into site-packages; the test module onwards says all there is
+        parts = tc.get("classname", "").split(".")
+        start = next((i for i, part in enumerate(parts) if part.startswith("test_")), 0)
+        tc.set("classname", ".".join([prefix, *[part for part in parts[start:] if part]]))
         for extra in [e for e in tc if e.tag not in ("failure", "error", "skipped", "system-out", "system-err")]:
             tc.remove(extra)  # pytest's <properties> per test: outside the schema CI systems read
         out.append(tc)

@@ -1,7 +1,7 @@
 """The wheel a team installs (built here from the checkout, as ``pip install .`` builds it) carries
 everything a run needs under the ``peakproof`` namespace, and nothing at the top of site-packages but
 ``peakproof`` itself. The end-to-end proof (a fresh venv, the wheel alone, runs from an empty folder)
-is docs/install.md's, measured at each release."""
+is tests/support/install_check.sh (docs/install.md), run by hand at each release."""
 
 from __future__ import annotations
 

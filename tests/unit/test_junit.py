@@ -69,7 +69,7 @@ def test_the_properties_own_test_cases_fold_into_their_stage(tmp_path: Path) -> 
         '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" '
         'failures="1" skipped="0" tests="2" time="3.2"><testcase classname="test_tickets" name="test_a" time="1.0">'
         '<properties><property name="k" value="v"/></properties></testcase>'
-        '<testcase classname="test_tickets" name="test_b" time="2.2"><failure message="no_oversell: FAIL">'
+        '<testcase classname="venv.lib.python3.11.site-packages.peakproof.properties.test_tickets" name="test_b" time="2.2"><failure message="no_oversell: FAIL">'
         'trace</failure></testcase></testsuite></testsuites>', encoding="utf-8")
     cases = junit.pytest_cases(pytest_xml, "peakproof.tickets.properties")
     stage = junit.Stage("properties (Hypothesis)", Outcome.FAIL, [], ["no_oversell: FAIL"], cases=cases)
