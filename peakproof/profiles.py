@@ -24,6 +24,12 @@ PROFILES: dict[str, settings] = {
 }
 
 
+def loaded() -> str | None:
+    """The profile :func:`load_profile` loaded (dev, ci, thorough), or None when it was never called."""
+    current = settings.get_current_profile_name()
+    return current.removeprefix("peakproof-") if current.startswith("peakproof-") else None
+
+
 def load_profile(environ: Mapping[str, str] = os.environ) -> str:
     """Load the profile ``HYPOTHESIS_PROFILE`` names (dev when unset) and return its name."""
     name = environ.get("HYPOTHESIS_PROFILE", "dev")

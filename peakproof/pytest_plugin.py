@@ -266,10 +266,31 @@ def assert_contract_kept(result: Any) -> None:
         pytest.skip(result.headline())
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def _header(config: pytest.Config) -> str | None:
+    """What the session runs against, and under which profile; None for someone else's tests (peakproof
+    installed in their environment: not ours to head)."""
+    from .profiles import loaded
+
     url = target_url(config)
+    if url is None and loaded() is None:
+        return None
     where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
-    return f"peakproof: target {where}; hypothesis profile {os.environ.get('HYPOTHESIS_PROFILE', 'dev')}"
+    return f"peakproof: target {where}; hypothesis profile {loaded() or 'not loaded by peakproof'}"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    line = _header(config)
+    session_of(config).headed = line is not None
+    return line
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # pytest --pyargs peakproof.properties...: the properties' conftest (their profile) loads while collecting,
+    # after the header: say it once they are collected
+    line = None if session_of(session.config).headed else _header(session.config)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None and session.items:
+        reporter.write_line(line)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -75,6 +75,7 @@ class PropertiesSession:
     unreachable: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
     first_failure: str = ""
+    headed: bool = False  # the session's header named the target and the profile
 
     # -- pytest's hooks ---------------------------------------------------------------------------------------
 
