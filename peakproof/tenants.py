@@ -235,6 +235,8 @@ class TenantMeter:
         self.windows: list[Window] = []
         self.target_names: dict[int, str] = {}
         self.cores_seen: dict[str, set[int]] = {"run": set(), "target": set()}
+        # CPU-seconds by whom and core (each thread's time in a window put on the core it last ran on)
+        self.core_seconds: dict[str, dict[int, float]] = {"run": {}, "target": {}}
         self._last = self._read()
         self._first_t = self._last[0] if self._last else time.monotonic()
 
@@ -288,6 +290,8 @@ class TenantMeter:
             waited[who] += max(0.0, wait - th0.get(tid, (0.0, 0.0, 0))[1])
             if _run > th0.get(tid, (0.0, 0.0, 0))[0]:
                 self.cores_seen[who].add(core)
+                used_here = self.core_seconds[who]
+                used_here[core] = used_here.get(core, 0.0) + _run - th0.get(tid, (0.0, 0.0, 0))[0]
         self.windows.append(Window(t1 - t0, machine, max(0.0, used(run)), max(0.0, used(target)),
                                    waited["run"], waited["target"], max(0.0, used(kernel))))
         self._last = now
@@ -297,7 +301,8 @@ class TenantMeter:
         return Tenancy(len(self.cpus), self.windows, sorted(self.target_names.items()),
                        {k: sorted(v) for k, v in self.cores_seen.items()},
                        {pid: affinity(pid) for pid in self.target_roots},
-                       self.port, self.found_by_socket)
+                       self.port, self.found_by_socket,
+                       {k: {c: round(x, 4) for c, x in v.items()} for k, v in self.core_seconds.items()})
 
 
 class Metered:
@@ -351,6 +356,7 @@ class Tenancy:
     target_affinity: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     port: int | None = None
     found_by_socket: list[int] | None = None
+    core_seconds: dict[str, dict[int, float]] = field(default_factory=dict)  # whom -> core -> CPU-seconds
 
     @property
     def measured(self) -> bool:
@@ -407,14 +413,16 @@ class Tenancy:
         return {"cores": self.cores, "windows": [w.to_json() for w in self.windows],
                 "target_processes": [list(p) for p in self.target_processes], "cores_seen": self.cores_seen,
                 "target_affinity": {str(k): list(v) if v else None for k, v in self.target_affinity.items()},
-                "port": self.port, "found_by_socket": self.found_by_socket}
+                "port": self.port, "found_by_socket": self.found_by_socket,
+                "core_seconds": {k: {str(c): x for c, x in v.items()} for k, v in self.core_seconds.items()}}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Tenancy":
         return cls(d["cores"], [Window.from_json(w) for w in d.get("windows", [])],
                    [(int(p), str(c)) for p, c in d.get("target_processes", [])], d.get("cores_seen", {}),
                    {int(k): tuple(v) if v else None for k, v in d.get("target_affinity", {}).items()},
-                   d.get("port"), d.get("found_by_socket"))
+                   d.get("port"), d.get("found_by_socket"),
+                   {k: {int(c): x for c, x in v.items()} for k, v in (d.get("core_seconds") or {}).items()})
 
 
 def stretches(windows: list[Window], span: float) -> Iterable[Window]:
@@ -434,7 +442,38 @@ def stretches(windows: list[Window], span: float) -> Iterable[Window]:
 def contention(t: Tenancy) -> str | None:
     """Why the stage's latency and pace were not the target's alone, or None: some stretch of about
     :data:`WINDOW` seconds in which processes outside the run took :data:`NEIGHBOUR_CORES` of a core or
-    more while the run's own threads waited :data:`RUN_WAIT` of the time or more for a CPU."""
+    more while the run's own threads waited :data:`RUN_WAIT` of the time or more for a CPU; else the
+    harness's own generators on the cores the target ran on (:func:`shared_with_the_run`)."""
+    return _neighbour(t) or shared_with_the_run(t)
+
+
+def shared_with_the_run(t: Tenancy) -> str | None:
+    """A target on this machine that ran on a core the run's own threads ran on, and waited for a CPU
+    :data:`RUN_WAIT` of some stretch or more while the run used :data:`NEIGHBOUR_CORES` of a core there:
+    the harness took CPU the target needed (peakproof pins its generators, not someone else's target), and
+    how much of the wait was the harness's and how much the target's own threads' cannot be told apart."""
+    # a core the run used a tenth of a core of, over the stage, and the target ran on (a thread of the run that
+    # woke once on the target's pinned core shares nothing)
+    run_cores = {c for c, x in t.core_seconds.get("run", {}).items() if x >= NEIGHBOUR_CORES * t.wall}
+    both = sorted(run_cores & {c for c, x in t.core_seconds.get("target", {}).items() if x > 0})
+    if not both or not t.target_processes:
+        return None
+    worst: Window | None = None
+    for acc in stretches(t.windows, WINDOW):
+        if acc.run / acc.span >= NEIGHBOUR_CORES and acc.waited_target / acc.span >= RUN_WAIT and (
+                worst is None or acc.waited_target / acc.span > worst.waited_target / worst.span):
+            worst = acc
+    if worst is None:
+        return None
+    return (f"the target ran on core(s) {cores_text(both)}, where the harness's own processes ran too "
+            f"({worst.run / worst.span:.2f} of a core in its worst {worst.span:.0f} s), and its threads waited for a CPU "
+            f"{worst.waited_target / worst.span:.0%} of that time (summed over its threads): the harness took CPU the "
+            f"target needed. Give the "
+            f"target cores of its own (peakproof pins its generators to the first cores: e.g. taskset -c "
+            f"{t.cores - 1} for the target on this {t.cores}-core machine), or run it on a machine of its own")
+
+
+def _neighbour(t: Tenancy) -> str | None:
     worst: Window | None = None
     for acc in stretches(t.windows, WINDOW):
         taken = acc.neighbours / acc.span

@@ -40,6 +40,25 @@ def test_a_neighbour_the_run_never_waited_for_and_waits_with_no_neighbour_decide
     assert contention(Tenancy(2, seconds(20, neighbours=NEIGHBOUR_CORES, waited=RUN_WAIT))) is not None
 
 
+def test_a_target_on_the_cores_the_harness_ran_on_that_waited_for_a_cpu_is_not_judged_on_its_latency() -> None:
+    # a loopback target peakproof could not pin: it ran on core 0 with the generator and waited 37% of the time
+    def tenancy(target_cores: list[int], waited_target: float, stray: float = 0.0) -> Tenancy:
+        windows = [Window(1.0, 0.8, 0.35, 0.45, 0.01, waited_target) for _ in range(20)]
+        run = {0: 0.35 * 20, **({1: stray} if stray else {})}  # the generator pinned to 0; a stray wake-up on 1
+        return Tenancy(2, windows, [(4242, "peakproof")], {"run": sorted(run), "target": target_cores},
+                       core_seconds={"run": run, "target": {c: 9.0 / len(target_cores) for c in target_cores}})
+
+    why = contention(tenancy([0, 1], 0.37)) or ""
+    assert "the target ran on core(s) 0, where the harness's own processes ran too (0.35 of a core" in why, why
+    assert "waited for a CPU 37%" in why and "taskset -c 1" in why, why
+    # on a core of its own, its threads queueing behind each other are its own capacity: still its to answer for,
+    # even when a thread of the run woke there once
+    assert contention(tenancy([1], 0.37)) is None and contention(tenancy([1], 0.37, stray=0.01)) is None
+    assert contention(tenancy([0, 1], RUN_WAIT / 2)) is None  # shared, but it never waited: decided
+    back = Tenancy.from_json(tenancy([0, 1], 0.37).to_json())
+    assert back.core_seconds == tenancy([0, 1], 0.37).core_seconds and contention(back) == why
+
+
 def test_a_short_neighbour_is_judged_over_its_own_window_not_averaged_over_the_stage() -> None:
     quiet = seconds(100, neighbours=0.0, waited=0.0)
     t = Tenancy(2, quiet[:50] + seconds(int(WINDOW), neighbours=1.0, waited=0.5) + quiet[50:])
