@@ -27,11 +27,11 @@ def calibration(rate: float, p99: float = 0.004) -> CalibrationResult:
 def test_the_plan_divides_the_seed_s_peak_by_what_one_process_offers_with_the_case_s_headroom() -> None:
     plan = make_plan(get_case("tickets"), calibration(8_000), target_local=False)
     plan.cores = 2
-    # 20,000/s at 0.5 x 8,000 = 4,000/s a process: 5 processes, 2 per machine (the target is elsewhere): 3 machines
-    assert (plan.processes, plan.processes_per_machine, plan.machines) == (5, 2, 3)
+    # 20,000/s at 0.4 x 8,000 = 3,200/s a process: 7 processes, 2 per machine (the target is elsewhere): 4 machines
+    assert (plan.processes, plan.processes_per_machine, plan.machines) == (7, 2, 4)
     text = render(plan, "http://staging:8000/tickets", calibration(8_000))
-    assert "--expect-workers 5" in text and "--master-host MASTER --processes 2" in text
-    assert "on each of the 3 worker machines" in text
+    assert "--expect-workers 7" in text and "--master-host MASTER --processes 2" in text
+    assert "on each of the 4 worker machines" in text
 
 
 def test_a_peak_one_machine_can_offer_is_planned_as_one_run_with_its_processes() -> None:

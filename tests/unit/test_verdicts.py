@@ -159,8 +159,9 @@ def test_auto_scale_runs_at_the_case_s_headroom_of_the_calibrated_rate() -> None
     peak = tickets.peak_rate()  # the ported model's 200,000 requests / 10 s
     assert peak == 200_000 / 10
     cal = CalibrationResult("tickets-calibrate", 2_151.3)
-    assert auto_scale(tickets, cal, peak) == 0.053  # 0.5 x 2,151.3 / 20,000 = 0.0537..., two digits down
-    assert auto_scale(tickets, cal, peak, processes=2) == 0.1
+    assert tickets.headroom == 0.4  # the mix's knee is about half the calibrated rate: a fifth below it
+    assert auto_scale(tickets, cal, peak) == 0.043  # 0.4 x 2,151.3 / 20,000 = 0.0430..., two digits down
+    assert auto_scale(tickets, cal, peak, processes=2) == 0.086  # 0.0860...
     assert auto_scale(tickets, CalibrationResult("x", 0.0, error="refused"), peak) == 0.0
     assert processes_for(peak, 2_151.3) == 10
 
