@@ -146,7 +146,11 @@ def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no
     announced = float(re.search(r"about ([\d.]+) min, at worst", out).group(1)) * 60
     took = float(re.search(r"([\d.]+)s call +properties/test_tickets.py::test_tickets_keep", out).group(1))
     print(f"\nannounced about {announced:.0f} s; the run took {took:.1f} s")
-    assert announced / 2 <= took <= announced * 2, (announced, took)
+    # The announcement is no wild overestimate (its real-time waits are most of it), and the harness's own time
+    # limit, re-armed above it, did not cut the run. An upper bound on the wall time would be a timing assertion:
+    # beside three other workers it failed once (the run is slower there, not its announcement wrong).
+    assert took >= announced / 2, (announced, took)
+    assert "stopped by the harness's own limit" not in out, excerpt(out)
     lines = [ln for ln in out.splitlines() if ln.strip().startswith("hold_honoured_until_it_expires: no chance")]
     assert code == 6 and lines, excerpt(out)  # not decided: exit 6, naming the check
     assert "no run with these settings can: the clock slack your driver states (1.5 s" in lines[0], lines[0]
