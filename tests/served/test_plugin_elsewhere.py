@@ -17,20 +17,35 @@ pytestmark = pytest.mark.slow  # child pytests
 def pytest_in(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
                           capture_output=True, text=True, timeout=120,
-                          env={**{k: v for k, v in os.environ.items() if k != "HYPOTHESIS_PROFILE"}, **env})
+                          env={**{k: v for k, v in os.environ.items() if k not in ("HYPOTHESIS_PROFILE", "CI")}, **env})
 
 
-def test_someone_else_s_tests_keep_hypothesis_s_settings_and_get_no_peakproof_header(tmp_path: Path) -> None:
-    (tmp_path / "test_theirs.py").write_text(
-        "from hypothesis import given, settings, strategies as st\n"
-        "@given(st.integers())\n"
-        "def test_theirs(x):\n"
-        "    assert settings().max_examples == settings.get_profile('default').max_examples\n"
-        "    assert settings().deadline is not None\n")
-    proc = pytest_in(tmp_path, HYPOTHESIS_PROFILE="ci")  # our ci profile has no deadline: it must not apply
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "1 passed" in proc.stdout and "peakproof:" not in proc.stdout, proc.stdout[-2000:]
-    assert "peakproof-0" in proc.stdout  # the plugin was loaded (pytest lists it), and did nothing here
+THEIRS = (
+    "import os\n"
+    "from hypothesis import given, settings, strategies as st\n"
+    "@given(st.integers())\n"
+    "def test_theirs(x):\n"
+    "    with open(os.environ['SETTINGS_SEEN'], 'w') as f:\n"
+    "        f.write(repr(settings()) + ' profile=' + settings._current_profile)\n")
+
+
+@pytest.mark.parametrize("ci", ["", "true"], ids=["on a workstation", "under CI=true"])
+def test_someone_else_s_tests_keep_hypothesis_s_settings_and_get_no_peakproof_header(tmp_path: Path, ci: str) -> None:
+    # Hypothesis chooses its own profile (its built-in "ci" one when it sees a CI), so "Hypothesis's own
+    # settings" are what the same test sees with peakproof's plugin switched off; HYPOTHESIS_PROFILE=ci,
+    # which names a peakproof profile in peakproof's sessions, must change nothing here
+    (tmp_path / "test_theirs.py").write_text(THEIRS)
+    seen = {}
+    for plugin, args in (("off", ("-p", "no:peakproof")), ("on", ())):
+        out = tmp_path / f"seen-{plugin}.txt"
+        proc = pytest_in(tmp_path, *args, HYPOTHESIS_PROFILE="ci", CI=ci, SETTINGS_SEEN=str(out))
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        seen[plugin] = (out.read_text(), proc.stdout)
+    assert seen["on"][0] == seen["off"][0]
+    assert "profile=peakproof" not in seen["on"][0]
+    stdout = seen["on"][1]
+    assert "1 passed" in stdout and "peakproof:" not in stdout, stdout[-2000:]
+    assert "peakproof-0" in stdout  # the plugin was loaded (pytest lists it), and did nothing here
 
 
 def test_the_shipped_properties_run_by_pyargs_from_any_folder_under_the_profile_asked_for(tmp_path: Path) -> None:
