@@ -156,8 +156,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     # pytest -n's default hands each worker a fixed share of the first tests; the suite's run times differ
-    # a hundredfold (0.01 s to 100 s), so one worker's share can end long after the others'. Work stealing gives an idle worker tests still queued on a busy one: 493 s against 513 s for
-    # the README's command. (Sorting the dearest tiers first was slower, 547 s: long runs side by side
+    # a hundredfold (0.01 s to 100 s), so one worker's share can end long after the others'. Work
+    # stealing gives an idle worker tests still queued on a busy one: 493 s against 513 s for the
+    # README's command. (Sorting the dearest tiers first was slower, 547 s: long runs side by side
     # contend for the two cores.) An explicit --dist stays.
     if getattr(config.option, "dist", None) == "load" and "--dist" not in " ".join(config.invocation_params.args):
         config.option.dist = "worksteal"
