@@ -14,6 +14,7 @@ from its output.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,10 +159,41 @@ def announce(config: pytest.Config, text: str) -> None:
         tr.write_line(text)
 
 
+# pytest-selenium owns --driver in every pytest session it is installed in (its webdriver, dest "driver"):
+# two plugins adding one flag stop pytest before it starts, whichever loads second. The driver is always
+# --peakproof-driver here, kept under a dest of its own; --driver is added too unless another plugin has
+# it or pytest-selenium is installed (it may load after this one).
+DRIVER_DEST = "peakproof_driver"
+
+
+def _driver_flag_is_free() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pytest_selenium") is None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     from .cases import all_options
+    from .options import for_surface
 
-    add_options(parser.getgroup("peakproof"), PYTEST, all_options())
+    group = parser.getgroup("peakproof")
+    options = for_surface(all_options(), PYTEST)
+    add_options(group, PYTEST, [o for o in options if o.name != "driver"])
+    driver = next(o for o in options if o.name == "driver")
+    kwargs = {**driver.kwargs(), "dest": DRIVER_DEST}
+    kwargs["help"] += " (also --driver, unless another plugin such as pytest-selenium has that flag)"
+    if _driver_flag_is_free():
+        try:
+            group.addoption("--peakproof-driver", "--driver", **kwargs)
+            return
+        except (ValueError, argparse.ArgumentError):  # a plugin loaded before this one has --driver (pytest
+            pass  # raises the first for a flag of the same group, argparse the second for another group's)
+    group.addoption("--peakproof-driver", **kwargs)
+
+
+def option_value(config: pytest.Config, name: str) -> Any:
+    """The value of the peakproof option ``name`` (its spec field) on pytest's command line."""
+    return getattr(config.option, DRIVER_DEST if name == "driver" else name, None)
 
 
 def spec_for(case: str, config: pytest.Config) -> RunSpec:
@@ -172,7 +204,7 @@ def spec_for(case: str, config: pytest.Config) -> RunSpec:
         if spec.case != case:
             pytest.skip(f"--spec {path} is a run of the {spec.case} case")
         return spec
-    return get_case(case).spec_from(lambda name: getattr(config.option, name, None))
+    return get_case(case).spec_from(lambda name: option_value(config, name))
 
 
 def target_url(config: pytest.Config) -> str | None:

@@ -38,20 +38,21 @@ def ci_commands(case: Case) -> tuple[CiJob, CiJob]:
     service asks for one), ``PEAKPROOF_DRIVER`` (``peakproof_driver.py:MyTickets`` once the skeleton is
     filled in; unset while the service speaks the case's own contract), ``PROVIDER_URL`` (notifications:
     the providers' base URL your service delivers through), ``PEAKPROOF_PIP`` (what pip installs)."""
-    target = ('--target-url "$STAGING_URL"'
-              ' ${STAGING_ADMIN_TOKEN:+--admin-token "$STAGING_ADMIN_TOKEN"}'
-              ' ${PEAKPROOF_DRIVER:+--driver "$PEAKPROOF_DRIVER"}'
-              + (' --provider-url "$PROVIDER_URL"' if case.needs_providers else ""))
+    def target(driver_flag: str) -> str:
+        return ('--target-url "$STAGING_URL"'
+                ' ${STAGING_ADMIN_TOKEN:+--admin-token "$STAGING_ADMIN_TOKEN"}'
+                ' ${PEAKPROOF_DRIVER:+' + driver_flag + ' "$PEAKPROOF_DRIVER"}'
+                + (' --provider-url "$PROVIDER_URL"' if case.needs_providers else ""))
     need = 'test -n "$STAGING_URL" || { echo "set STAGING_URL to your staging service\'s base URL"; exit 4; }'
     install = 'python -m pip install "${PEAKPROOF_PIP:-peakproof==' + __version__ + '}"'
     props_xml, load_xml = "reports/peakproof-properties.xml", "reports/peakproof-load.xml"
     properties = CiJob("peakproof-properties", "push", (
         need, install, "peakproof --version",
         f"HYPOTHESIS_PROFILE=ci pytest --pyargs peakproof.properties.test_{case.name} -p no:cacheprovider "
-        f"{target} --junitxml={props_xml}"), props_xml)
+        f"{target('--peakproof-driver')} --junitxml={props_xml}"), props_xml)  # pytest-selenium owns --driver
     load = CiJob("peakproof-load", "schedule", (
         need, install, "peakproof --version",
-        f"peakproof run {case.name} {target} --skip-properties --report-dir reports --junit {load_xml}"), load_xml)
+        f"peakproof run {case.name} {target('--driver')} --skip-properties --report-dir reports --junit {load_xml}"), load_xml)
     return properties, load
 
 

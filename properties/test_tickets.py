@@ -381,7 +381,7 @@ def test_lock_holders_that_stall_past_their_lease_or_die_neither_oversell_nor_st
 
 @pytest.fixture(scope="module")
 def robust_quota(tickets_url: str, request: pytest.FixtureRequest) -> tuple[str, requests.Session]:
-    if request.config.getoption("--driver") or (request.config.getoption("--spec") and
+    if request.config.getoption("--peakproof-driver") or (request.config.getoption("--spec") and
                                                  RunSpec.load(request.config.getoption("--spec")).driver):
         pytest.skip("the contract's wire-shape probes (raw bodies, its error shape) apply to the contract's API "
                     "only; with --driver the service speaks its own")

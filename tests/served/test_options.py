@@ -17,6 +17,7 @@ from peakproof.cli import build_parser, run_spec
 from peakproof.errors import UsageError
 from peakproof.cases import all_options
 from peakproof.options import LOCUST, PYTEST, RUN, add_options, for_surface
+from peakproof.pytest_plugin import DRIVER_DEST
 from peakproof.spec import RunSpec, StageResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,11 @@ def _pytest_parser(config: pytest.Config) -> dict[str, dict[str, Any]]:
     out = {}
     for opt in config._parser.getgroup("peakproof").options:
         attrs = opt.attrs()
-        out[attrs["dest"]] = {"flags": sorted(opt.names()), "default": attrs.get("default"), "help": attrs.get("help")}
+        dest, flags, help_ = attrs["dest"], sorted(opt.names()), attrs.get("help")
+        if dest == DRIVER_DEST:  # pytest's own spelling beside --driver (pytest-selenium owns --driver where installed)
+            assert "--peakproof-driver" in flags and " (also --driver" in help_, (flags, help_)
+            dest, flags, help_ = "driver", [f for f in flags if f != "--peakproof-driver"], help_.split(" (also --driver")[0]
+        out[dest] = {"flags": flags, "default": attrs.get("default"), "help": help_}
     return out
 
 

@@ -57,3 +57,28 @@ def test_the_shipped_properties_run_by_pyargs_from_any_folder_under_the_profile_
                         HYPOTHESIS_PROFILE="ci")
     assert "peakproof: target in-process reference target" in verbose.stdout and "profile ci" in verbose.stdout, \
         verbose.stdout[-2000:]
+
+
+SELENIUM_LIKE = ("def pytest_addoption(parser):\n"
+                 "    parser.getgroup('selenium').addoption('--driver', choices=['firefox', 'chrome'])\n")
+
+
+@pytest.mark.http  # points the properties at a --target-url (nothing listens there)
+@pytest.mark.parametrize("order", ["before peakproof", "after peakproof"])
+def test_a_plugin_that_owns_driver_leaves_peakproof_s_driver_as_peakproof_driver(tmp_path: Path, order: str) -> None:
+    # pytest-selenium adds --driver (its webdriver). Loaded before the plugin (-p): --driver is taken;
+    # after it (here a conftest, with a pytest_selenium module installed): the plugin must not have taken it
+    args: tuple[str, ...] = ()
+    if order == "before peakproof":
+        (tmp_path / "selenium_like.py").write_text(SELENIUM_LIKE)
+        args = ("-p", "selenium_like")
+    else:
+        (tmp_path / "conftest.py").write_text(SELENIUM_LIKE)
+        (tmp_path / "pytest_selenium.py").write_text("")
+    proc = pytest_in(tmp_path, *args, "--pyargs", "peakproof.properties.test_tickets", "-k", "any_sequence",
+                     "--driver", "firefox", "--peakproof-driver", "not_a_driver_file.py:Shop",
+                     "--target-url", "http://127.0.0.1:9/tickets", PYTHONPATH=str(tmp_path))
+    out = proc.stdout + proc.stderr
+    assert "already added" not in out, out[-2000:]
+    # the driver peakproof was given is the one it tried to load, and the webdriver's value never reached it
+    assert "not_a_driver_file.py" in out and "firefox" not in out.replace("--driver firefox", ""), out[-2000:]
