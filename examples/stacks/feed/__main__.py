@@ -1,0 +1,71 @@
+"""Start the feed stack: PostgreSQL, ``migrate``, gunicorn with real worker processes.
+
+    python -m examples.stacks.feed [--defect page-numbers] [--folder DIR] [--port N] [--workers 3]
+
+Prints ``listening on http://127.0.0.1:PORT/api`` once gunicorn serves, and stops everything
+(gunicorn, then PostgreSQL) on SIGTERM / SIGINT. Run it from the repository's root (the
+Django project is the package ``examples.stacks.feed``). The stack's folder (PostgreSQL's
+data, ``migrate.log``, ``gunicorn.log``) is ``--folder``, kept, or a fresh one under
+``.peakproof/stacks/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from examples.stacks.infra import ComponentFailed, Stack, free_port, new_folder, serve_forever
+
+ROOT = Path(__file__).resolve().parents[3]
+SETTINGS = "examples.stacks.feed.settings"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m examples.stacks.feed", description=__doc__.splitlines()[0])
+    parser.add_argument("--defect", choices=["page-numbers"],
+                        help="page-numbers: Django's Paginator with ?page=N (skips and repeats posts)")
+    parser.add_argument("--folder", help="the stack's folder, kept (default: a fresh one under .peakproof/stacks/)")
+    parser.add_argument("--port", type=int, default=0, help="gunicorn's port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes (default 3)")
+    args = parser.parse_args()
+
+    folder = new_folder("feed", args.folder)
+    stack = Stack(folder)
+    try:
+        database = stack.postgres()
+        env = {"DJANGO_SETTINGS_MODULE": SETTINGS, "FEED_DATABASE_URL": database,
+               "FEED_PAGINATION": args.defect or "keyset", "FEED_SECRET_KEY": secrets.token_hex(32),
+               "PYTHONPATH": str(ROOT),
+               # gunicorn 23+ opens a control socket at one fixed path in $HOME: stacks side by side
+               # (and other projects' gunicorns) would fight over it; this stack does not use it
+               "GUNICORN_CMD_ARGS": "--no-control-socket"}
+        migrate(stack, env)
+        port = args.port or free_port()
+        stack.gunicorn("examples.stacks.feed.wsgi:application", port, args.workers, env, cwd=ROOT)
+    except BaseException:
+        stack.close()
+        raise
+    serve_forever(stack, f"http://127.0.0.1:{port}/api")
+
+
+def migrate(stack: Stack, env: dict[str, str]) -> None:
+    proc = stack.start("migrate", [sys.executable, "-m", "django", "migrate", "--noinput"], env=env, cwd=ROOT)
+    try:
+        code = proc.wait(120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise ComponentFailed(f"migrate did not finish within 120 s (its log: {stack.folder / 'migrate.log'})")
+    stack.processes.remove(("migrate", proc))  # done: not a process to watch
+    if code != 0:
+        raise ComponentFailed(f"migrate exited with {code} (its log: {stack.folder / 'migrate.log'})")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except ComponentFailed as e:
+        print(f"the feed stack did not start: {e}", file=sys.stderr, flush=True)
+        sys.exit(3)
