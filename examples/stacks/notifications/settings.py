@@ -1,0 +1,49 @@
+"""Beacon's settings: read from the environment by every process (gunicorn's workers, Celery's).
+
+The launcher (``__main__.py``) sets them; a team would set them in its deployment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+CHANNELS = ("push", "sms", "email")
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    redis_url: str
+    provider_url: str
+    budget: int  # provider calls per notification at most
+    backoff: float  # s before the next round after a transient failure or an answer that never came
+    backoff_after_permanent: float  # s before the next round after a 422 (the next channel: no reason to wait)
+    answer_timeout: float  # s a provider has to answer; after it the outcome is unknown (maybe delivered)
+    breaker_window: int  # a channel's breaker looks at its last N calls (permanent answers excluded)...
+    breaker_failures: int  # ...and opens at this many transient failures (or unanswered calls) among them
+    breaker_cool_down: float  # s open before one probe
+    defect: str  # "" or "visibility-timeout"
+
+    @property
+    def visibility_timeout(self) -> float:
+        """Redis's redelivery window for unacknowledged messages. Celery's own advice: longer than
+        the longest countdown / ETA. The defect sets it shorter than a round's countdown."""
+        return self.backoff / 4 if self.defect == "visibility-timeout" else 3600.0
+
+
+def load() -> Settings:
+    env = os.environ
+    return Settings(
+        database_url=env["BEACON_DATABASE_URL"],
+        redis_url=env["BEACON_REDIS_URL"],
+        provider_url=env["BEACON_PROVIDER_URL"].rstrip("/"),
+        budget=int(env.get("BEACON_BUDGET", "3")),
+        backoff=float(env.get("BEACON_BACKOFF", "1.0")),
+        backoff_after_permanent=float(env.get("BEACON_BACKOFF_AFTER_PERMANENT", "0.2")),
+        answer_timeout=float(env.get("BEACON_ANSWER_TIMEOUT", "0.5")),
+        breaker_window=int(env.get("BEACON_BREAKER_WINDOW", "20")),
+        breaker_failures=int(env.get("BEACON_BREAKER_FAILURES", "5")),
+        breaker_cool_down=float(env.get("BEACON_BREAKER_COOL_DOWN", "3")),
+        defect=env.get("BEACON_DEFECT", ""),
+    )
