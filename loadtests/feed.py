@@ -35,6 +35,7 @@ from peakproof.arrivals import arrival_times, constant
 from peakproof.cases.feed import CASE, FeedAnalysis, FeedWorkload
 from peakproof.cases.feed.faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
 from peakproof.cases.feed.lag import POLLS_PER_WINDOW
+from peakproof.cases.feed.case import rules_of
 from peakproof.cases.feed.report import FeedObserved, judge_feed
 from peakproof.checks import CheckResult
 from peakproof.errors import SetupFailed
@@ -236,7 +237,7 @@ class FeedPeak(Scenario):
         d, rnd, w = ctx.driver, ctx.random, self.work
         user = w.user(rnd.randrange(w.population))
         op = d.read(user, 20, process=f"reader-{a.data}", intended_time=ctx.intended(a.t))
-        if op.type == OK and op.value.get("next_cursor") and rnd.random() < PAGE_TURN_SHARE:
+        if op.type == OK and op.value.get("next_cursor") is not None and rnd.random() < PAGE_TURN_SHARE:
             d.read(user, 20, op.value["next_cursor"], process=f"reader-{a.data}")
 
     def publish(self, ctx: Context, a: Arrival) -> None:
@@ -283,7 +284,7 @@ class FeedPeak(Scenario):
     def heavy_read(self, ctx: Context, a: Arrival) -> None:
         user = self.heavy_reader()
         op = ctx.driver.read(user, 20, process="heavy-reader", intended_time=ctx.intended(a.t))
-        if op.type == OK and op.value.get("next_cursor"):
+        if op.type == OK and op.value.get("next_cursor") is not None:
             ctx.driver.read(user, 20, op.value["next_cursor"], process="heavy-reader")
 
     def heavy_delete(self, ctx: Context, a: Arrival) -> None:
@@ -304,7 +305,7 @@ class FeedPeak(Scenario):
                             max(100, round(self.work.population * PRELOAD_PER_USER)), g2_judged=self.g2_judged)
 
     def judge(self, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
-        return judge_feed(history, self.observed(), self.fault_checks)
+        return judge_feed(history, self.observed(), self.fault_checks, rules=rules_of(self.spec))
 
     def fault_checks(self, history: History, analysis: FeedAnalysis, lags: list[dict[str, Any]],
                      t0: float) -> list[CheckResult]:

@@ -72,6 +72,7 @@ class PropertiesSession:
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     contracts: list[Any] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
+    harness_errors: list[str] = field(default_factory=list)  # a harness crash's traceback, printed in the summary
     unreachable: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
     first_failure: str = ""
@@ -108,8 +109,8 @@ class PropertiesSession:
         if kind == "violation":
             return
         self.undecided.append(f"{item.nodeid}: {reason}")
-        if kind == "harness":
-            report.sections.append(("peakproof: the harness's error", str(report.longreprtext)))
+        if kind == "harness":  # a skip's sections are never printed: the summary prints the traceback itself
+            self.harness_errors.append(f"{item.nodeid}\n{report.longreprtext}")
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {reason}")
 
@@ -142,6 +143,11 @@ class PropertiesSession:
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         """How many chances to fail each check had over the run; what could not be tested, and why."""
         tr = terminalreporter
+        for error in self.harness_errors:
+            tr.section("peakproof: the harness's own error (a bug in peakproof or its options), its traceback",
+                       red=True)
+            for line in error.splitlines():
+                tr.write_line(line)
         if self.undecided:
             tr.section(f"peakproof: properties that ran but decided nothing (INCONCLUSIVE, exit {NOT_EXERCISED_EXIT})")
             for line in self.undecided:
@@ -190,6 +196,7 @@ class PropertiesSession:
         return {"exercised": self.chances.exercised, "in_properties": self.chances.in_properties,
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
                 "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
+                "harness_errors": self.harness_errors,
                 "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts]}
 
     def merge(self, doc: dict[str, Any]) -> None:
@@ -203,6 +210,7 @@ class PropertiesSession:
         self.off_contract += doc.get("off_contract", [])
         self.rules.update(doc.get("rules", {}))
         self.undecided += doc.get("undecided", [])
+        self.harness_errors += doc.get("harness_errors", [])
         self.unreachable.update(doc.get("unreachable", {}))
         self.contracts += [_ContractEcho(**c) for c in doc.get("contracts", [])]
 

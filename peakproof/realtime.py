@@ -138,7 +138,8 @@ def failure_kind(error: BaseException) -> tuple[str, str]:
     if isinstance(error, (AssertionError, pytest.fail.Exception)):
         return "violation", str(getattr(error, "msg", "") or error).strip()
     return "harness", (f"the harness raised {type(error).__name__}: {error} (a bug in peakproof or its "
-                       f"options, not the target's failure; the traceback is above)")
+                       f"options, not the target's failure; its traceback is printed under \"peakproof: the "
+                       f"harness's own error\")")
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 from peakproof.cases.feed import check_feed
+from peakproof.cases.feed.rules import OrderRules
 from peakproof.checks import assert_checks
 from peakproof.pytest_plugin import Target, assert_contract_kept, contract_for
 from peakproof.realtime import run_machine
@@ -140,8 +141,8 @@ class FeedMachine(RuleBasedStateMachine):
     @rule(user=st.sampled_from(USERS))
     def read_next_page(self, user: str) -> None:
         cursor, limit = self.pages.get(user, (None, 3))
-        if cursor:
-            op = self.d.read(self.names[user], limit, cursor if isinstance(cursor, str) else tuple(cursor))
+        if cursor is not None:  # opaque: any JSON value (a page number 0, an empty dict) is a next page
+            op = self.d.read(self.names[user], limit, cursor)
             self.pages[user] = (op.value.get("next_cursor") if op.type == "ok" else None), limit
 
     @rule(writes=st.integers(1, 4))
@@ -160,7 +161,9 @@ class FeedMachine(RuleBasedStateMachine):
             # inbox_capped: the target keeps its own cap (400 in the reference), more posts than a
             # property step writes; feed-peak follows more than an inbox keeps and judges it
             unclaimed = {"posts_visible_within_window"} | ({"inbox_capped"} if self.over_http else set())
-            assert_checks([*(r for r in check_feed(self.d.history, inbox_cap=self.cap, window=float("inf"))
+            rules = self.target.rules or OrderRules()  # the target's stated --time-precision / --ties
+            assert_checks([*(r for r in check_feed(self.d.history, inbox_cap=self.cap, window=float("inf"),
+                                                   rules=rules)
                              if r.name not in unclaimed),
                            self.target.server_errors(self.d.history.ops)])
 

@@ -261,3 +261,112 @@ def test_a_write_answered_about_another_request_or_one_post_id_for_two_publishes
     assert twice.valid is False and "post id 'p1' answered two publishes" in twice.first_violation
     silent = run({"post_id": "p1"}, {"post_id": "p2"})  # a driver that reports no author: the follow alone judged
     assert silent.valid is True and silent.chances == 1
+
+
+# -- cursors are opaque, page chains are followed by who read them, stated time precision -----------------
+
+def five_posts(t: float = 1.0, step: float = 1.0) -> tuple[HandHistory, list[dict[str, Any]]]:
+    h = HandHistory()
+    h.at(0).ok("follow", {"user_id": "a", "followee_id": "b"}, {})
+    h.at(0).ok("follow", {"user_id": "c", "followee_id": "b"}, {})
+    posts = [post(f"p{i}", "b", t + i * step) for i in range(1, 6)]
+    for p in posts:
+        h.at(p["created_at"]).ok("publish", {"author_id": "b", "text": p["text"]}, p)
+    return h, posts
+
+
+def test_a_cursor_of_any_json_type_is_followed_like_a_string() -> None:
+    for cursor in (2, "2", {"page": 2, "before": [5.0, "p5"]}, [2, "x"], 0):
+        h, posts = five_posts()
+        newest = posts[::-1]
+        h.at(10).ok("read", read_args(limit=2), page(newest[:2], nxt=cursor))
+        turn = h.at(11).ok("read", read_args(limit=2, cursor=cursor), page(newest[2:4], nxt=None))
+        a = FeedAnalysis(h.history)
+        assert a.bound(turn) == (newest[1]["created_at"], "p4"), cursor  # after the first page's last post
+        r = pages_do_not_skip_or_repeat(a)
+        assert r.valid is True and r.chances == 1, (cursor, r)
+        h.at(12).ok("read", read_args(limit=2), page(newest[:2], nxt=cursor))
+        h.at(13).ok("read", read_args(limit=2, cursor=cursor), page(newest[3:5], nxt=None))  # p3 skipped
+        assert pages_do_not_skip_or_repeat(FeedAnalysis(h.history)).valid is False, cursor
+
+
+def test_every_reader_s_second_page_may_carry_the_same_cursor_value() -> None:
+    # a service that pages by number gives each reader, and each first page, the cursor 2; the chains are
+    # told apart by who read them (reader and process), never by the value
+    h, posts = five_posts()
+    newest = posts[::-1]
+    h.at(10).ok("read", read_args("a", 2), page(newest[:2], nxt=2), process="reader-1")
+    h.at(10.1).ok("read", read_args("c", 1), page(newest[:1], nxt=2), process="reader-2")
+    h.at(10.2).ok("read", read_args("a", 1), page(newest[:1], nxt=2), process="reader-3")
+    h.at(11).ok("read", read_args("a", 2, cursor=2), page(newest[2:4], nxt=3), process="reader-1")
+    h.at(11.1).ok("read", read_args("c", 1, cursor=2), page(newest[1:2], nxt=3), process="reader-2")
+    h.at(11.2).ok("read", read_args("a", 1, cursor=2), page(newest[1:2], nxt=3), process="reader-3")
+    r = pages_do_not_skip_or_repeat(FeedAnalysis(h.history))
+    assert r.valid is True and r.chances == 3, r
+
+
+def test_a_page_turn_whose_first_page_had_not_returned_is_no_chain() -> None:
+    h, posts = five_posts()
+    newest = posts[::-1]
+    slow = h.at(10).ok("read", read_args(limit=2), page(newest[:2], nxt="c1"), pending=True)
+    h.at(10.5).ok("read", read_args(limit=2, cursor="c1"), page(newest[3:5]))
+    h.finish(slow)
+    assert pages_do_not_skip_or_repeat(FeedAnalysis(h.history)).chances == 0
+
+
+def ms_posts() -> tuple[HandHistory, list[dict[str, Any]]]:
+    """Five posts in two milliseconds, sent cut to the millisecond, listed by the service's microseconds:
+    p1, p4 and p2 of the first millisecond, in an order the post ids do not give."""
+    h = HandHistory()
+    h.at(0).ok("follow", {"user_id": "a", "followee_id": "b"}, {})
+    cut = {"p1": 100.001, "p4": 100.001, "p2": 100.001, "p3": 100.002, "p5": 100.002}
+    posts = {pid: post(pid, "b", t) for pid, t in cut.items()}
+    for i, pid in enumerate(("p1", "p4", "p2", "p3", "p5")):
+        h.at(1 + i).ok("publish", {"author_id": "b", "text": pid}, posts[pid])
+    # by microseconds: p5, p3 (the second ms), then p2, p4, p1
+    return h, [posts[p] for p in ("p5", "p3", "p2", "p4", "p1")]
+
+
+def test_millisecond_times_with_their_precision_stated_are_judged_in_any_order_within_a_millisecond() -> None:
+    from peakproof.cases.feed.checks import check_feed
+    from peakproof.cases.feed.rules import OrderRules
+
+    h, order = ms_posts()
+    h.at(10).ok("read", read_args(limit=3), page(order[:3], nxt={"after": "p2"}))
+    h.at(11).ok("read", read_args(limit=3, cursor={"after": "p2"}), page(order[3:], nxt=None))
+    h.at(12).ok("read", read_args(limit=20), page(order))
+    contract = {r.name: r.valid for r in check_feed(h.history)}
+    assert contract["feed_is_newest_first"] is False  # by the contract's tie rule, p3 before p5 is wrong
+    stated = {r.name: r for r in check_feed(h.history, rules=OrderRules(time_precision=0.001))}
+    for name in ("feed_is_newest_first", "pages_do_not_skip_or_repeat", "feed_matches_pull_model"):
+        assert stated[name].valid is True, stated[name]
+    assert stated["pages_do_not_skip_or_repeat"].chances == 1
+
+
+def test_a_stated_precision_still_catches_an_older_step_first_a_skip_and_a_repeat() -> None:
+    from peakproof.cases.feed.checks import check_feed
+    from peakproof.cases.feed.rules import OrderRules
+
+    rules = OrderRules(time_precision=0.001)
+    h, order = ms_posts()
+    h.at(10).ok("read", read_args(limit=20), page([order[2], order[0], order[1], order[3], order[4]]))
+    assert {r.name: r.valid for r in check_feed(h.history, rules=rules)}["feed_is_newest_first"] is False
+    h, order = ms_posts()
+    h.at(0.5).ok("publish", {"author_id": "b", "text": "old"}, post("p0", "b", 99.0))
+    h.at(10).ok("read", read_args(limit=2), page(order[:2], nxt="k"))  # ends at a step's edge: 100.002
+    h.at(11).ok("read", read_args(limit=5, cursor="k"), page([post("p0", "b", 99.0)]))  # skips the whole 100.001
+    assert {r.name: r.valid for r in check_feed(h.history, rules=rules)}["pages_do_not_skip_or_repeat"] is False
+    h, order = ms_posts()
+    h.at(10).ok("read", read_args(limit=3), page(order[:3], nxt="k"))
+    h.at(11).ok("read", read_args(limit=3, cursor="k"), page([order[2], order[3], order[4]]))  # p2 again
+    assert {r.name: r.valid for r in check_feed(h.history, rules=rules)}["pages_do_not_skip_or_repeat"] is False
+
+
+def test_order_rules_refuse_what_cannot_be_a_precision_or_a_tie_rule() -> None:
+    import pytest
+
+    from peakproof.cases.feed.rules import OrderRules
+
+    for bad in ({"time_precision": -0.001}, {"time_precision": float("nan")}, {"ties": "by-id"}):
+        with pytest.raises(ValueError, match="--time-precision|--ties"):
+            OrderRules(**bad)

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from ...checks import CheckRegistry
 from ...history import OK, History, Op
 from ...slo import op_kind
+from .rules import CONTRACT, OrderRules
 
 WRITES = ("follow", "unfollow", "publish", "delete")
 
@@ -33,20 +34,24 @@ def _key(item: dict[str, Any]) -> tuple[float, str]:
 
 
 def _cursor_id(cursor: Any) -> str:
-    """Cursors are opaque over HTTP (strings) and [created_at, post_id] in process: compare them as JSON."""
-    return json.dumps(cursor, sort_keys=True)
+    """A cursor is opaque (any JSON value: a string, a page number, a dict; [created_at, post_id] in
+    process): two are the same cursor when they are the same JSON."""
+    return json.dumps(cursor, sort_keys=True, default=repr)
 
 
 class FeedAnalysis:
     """Indexes a history once so every check is cheap per read (load runs record thousands).
 
     ``follow_many`` ops (args ``pairs``: the bulk graph a load test builds) count as one
-    follow per pair.
+    follow per pair. ``rules``: how the target's times and ties read (``--time-precision``,
+    ``--ties``); a post's key is (its time's step, its id), and where ties are not known
+    (:attr:`OrderRules.ties_known`) posts of one step are in no order the checks may hold.
     """
 
-    def __init__(self, history: History | Iterable[Op], inbox_cap: int = 400, window: float = 60.0) -> None:
+    def __init__(self, history: History | Iterable[Op], inbox_cap: int = 400, window: float = 60.0,
+                 rules: OrderRules = CONTRACT) -> None:
         self.ops = sorted(history.ops if isinstance(history, History) else list(history), key=lambda o: o.invoke_seq)
-        self.inbox_cap, self.window = inbox_cap, window
+        self.inbox_cap, self.window, self.rules = inbox_cap, window, rules
         self.reads = [op for op in self.ops if op.f == "read" and op.type == OK]
         self.writes = [op for op in self.ops if op.f in WRITES + ("follow_many",) and op.type != "fail"]
         inf = float("inf")
@@ -70,7 +75,7 @@ class FeedAnalysis:
             elif w.f == "delete":
                 pid = str(w.args["post_id"])
                 self._deleted_seq[pid] = min(self._deleted_seq.get(pid, w.complete_seq), w.complete_seq)
-        self._newest_first = sorted(self.posts, key=lambda pid: _key(self.posts[pid]), reverse=True)
+        self._newest_first = sorted(self.posts, key=lambda pid: self.key(self.posts[pid]), reverse=True)
         # follow / unfollow events per (user, followee), only for pairs that were ever unfollowed
         unfollowed_pairs = {(w.args["user_id"], w.args["followee_id"]) for w in self.writes if w.f == "unfollow"}
         self._pair_events: dict[tuple[str, str], list[tuple[int, str, bool]]] = {}
@@ -122,12 +127,30 @@ class FeedAnalysis:
                 k = (op.args["user_id"], str(item.get("post_id")))
                 if k not in self._shown or op.complete_seq < self._shown[k]:
                     self._shown[k] = op.complete_seq
-        # an opaque cursor means "after the last item of the page that returned it"
-        self.cursor_edge: dict[tuple[str, str], tuple[float, str]] = {}
-        for op in self.reads:
-            nxt, items = op.value.get("next_cursor"), _items(op)
-            if nxt is not None and items:
-                self.cursor_edge[(op.args["user_id"], _cursor_id(nxt))] = _key(items[-1])
+        # An opaque cursor means "after the last item of the page that returned it", and a page chain is
+        # followed by who read it: the page before a read is the last one that the same reader, in the same
+        # process (a load's greenlet, a property's thread), got this cursor from and that returned before the
+        # read was sent. Never by the cursor's value alone: a service that pages by number gives every
+        # reader, and every first page, the cursor "2".
+        self.prev_page: dict[int, Op] = {}
+        last: dict[tuple[str, str, str], Op] = {}
+        for op in sorted(self.reads + [o for o in self.ops if o.f == "read" and o.type != OK],
+                         key=lambda o: o.invoke_seq):
+            cursor = op.args.get("cursor")
+            if cursor is not None and op.type == OK:
+                prev = last.get((op.args["user_id"], repr(op.process), _cursor_id(cursor)))
+                if prev is not None and prev.complete_seq < op.invoke_seq:
+                    self.prev_page[id(op)] = prev
+            if op.type == OK and op.value.get("next_cursor") is not None:
+                last[(op.args["user_id"], repr(op.process), _cursor_id(op.value["next_cursor"]))] = op
+
+    def key(self, item: dict[str, Any]) -> tuple[float, str]:
+        """A post's place in a timeline: (its time's step, its id); descending is newest first."""
+        return (self.rules.step(item["created_at"]), str(item["post_id"]))
+
+    def unordered(self, x: tuple[float, str], y: tuple[float, str]) -> bool:
+        """The two keys are of posts the target may list in either order (one step, ties not known)."""
+        return not self.rules.ties_known and x[0] == y[0]
 
     def quiet(self, op: Op) -> bool:
         """No write overlapped this read."""
@@ -163,13 +186,15 @@ class FeedAnalysis:
         return self._shown.get((user, post_id), seq) < seq
 
     def bound(self, op: Op) -> tuple[float, str] | None:
-        """The key a read's page must stay below (None: a cursor no recorded page returned)."""
+        """The key a read's page must stay below (None: a cursor whose page is not known)."""
         cursor = op.args.get("cursor")
         if cursor is None:
             return (float("inf"), "")
-        if isinstance(cursor, (list, tuple)) and len(cursor) == 2:
-            return (float(cursor[0]), str(cursor[1]))
-        return self.cursor_edge.get((op.args["user_id"], _cursor_id(cursor)))
+        prev = self.prev_page.get(id(op))
+        if prev is not None:
+            items = _items(prev)
+            return self.key(items[-1]) if items else None
+        return None
 
     def model(self, op: Op, upto: tuple[float, str] | None = None) -> tuple[list[tuple[float, str]], int] | None:
         """(live model keys after the read's cursor, newest first, down to ``upto`` and at least the
@@ -191,7 +216,7 @@ class FeedAnalysis:
             author = post["author_id"]
             if author not in ever:
                 continue
-            key = _key(post)
+            key = self.key(post)
             every += 1
             if every == self.inbox_cap:
                 cap_edge = key

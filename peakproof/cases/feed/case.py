@@ -9,8 +9,16 @@ from typing import Any
 
 from ...capabilities import Capability
 from ...case import Case
-from ...options import LOAD, SERVE, Option, positive
+from ...options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
 from ...spec import RunSpec
+from .rules import TIES, OrderRules
+
+_RULES = frozenset({RUN, LOCUST, PYTEST})
+
+
+def rules_of(spec: RunSpec) -> OrderRules:
+    """How the target's times and ties read, as stated (the contract's where not)."""
+    return OrderRules.from_options(spec.opt)
 
 
 @lru_cache(maxsize=1)
@@ -55,6 +63,8 @@ CAPABILITIES = (
 _SERVE = frozenset({SERVE})
 
 OPTIONS = (
+    Option("time_precision", OrderRules.OPTIONS[0][3], _RULES, kind=non_negative(float), flag="--time-precision"),
+    Option("ties", OrderRules.OPTIONS[1][3], _RULES, choices=TIES, flag="--ties"),
     Option("consumer_share", "feed-slow-consumer: the consumers' rate as a share of the write work (default the "
                              "seed's 1,000 of 1,247.71 writes/s)", LOAD, kind=positive(float)),
     Option("threshold", "followers above which posts are merged at read time (default: the seed's rule at full "
@@ -85,6 +95,6 @@ CASE = Case(
     ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
     default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
-    latency_checks=("posts_visible_within_window",),
+    latency_checks=("posts_visible_within_window",), rules=rules_of,
     model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES,
     contract_app=contract_app)

@@ -15,6 +15,7 @@ from . import timelines  # noqa: F401  isort: skip
 from . import promises  # noqa: F401  isort: skip
 from .analysis import FEED, WRITES, FeedAnalysis  # noqa: F401  (re-exported)
 from .promises import answers_belong_to_who_asked  # noqa: F401
+from .rules import CONTRACT, OrderRules  # noqa: F401  (re-exported)
 from .timelines import (deleted_posts_never_shown, feed_is_newest_first, feed_matches_pull_model,  # noqa: F401
                         inbox_capped, no_duplicate_items, pages_do_not_skip_or_repeat, posts_visible_within_window,
                         unfollowed_authors_never_shown)
@@ -23,8 +24,9 @@ FEED_CHECKS = tuple(FEED)
 
 
 def check_feed(history: "History | Iterable[Op] | FeedAnalysis", inbox_cap: int = 400,
-               window: float = 60.0) -> list[CheckResult]:
+               window: float = 60.0, rules: OrderRules = CONTRACT) -> list[CheckResult]:
     """Every feed invariant over one shared analysis of the history (``inbox_cap`` and the G2
-    ``window`` are the target's: 400 entries and 60 s in the seed)."""
-    a = history if isinstance(history, FeedAnalysis) else FeedAnalysis(history, inbox_cap, window)
+    ``window`` are the target's: 400 entries and 60 s in the seed; ``rules`` how its times and
+    ties read, as it states them)."""
+    a = history if isinstance(history, FeedAnalysis) else FeedAnalysis(history, inbox_cap, window, rules)
     return FEED.run(a)

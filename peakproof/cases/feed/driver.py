@@ -78,7 +78,8 @@ class InProcessFeed(InProcessDriver):
 
     def read(self, user: str, limit: int = 20, cursor: tuple[float, str] | None = None, *, process: Any = 0) -> Op:
         def go() -> dict[str, Any]:
-            items, nxt, _ = self.core.read_view(user, limit, cursor)
+            # the cursor comes back as this driver gave it (a list once recorded): the core's key is a tuple
+            items, nxt, _ = self.core.read_view(user, limit, tuple(cursor) if cursor is not None else None)
             return {"items": [post_json(p) for p in items], "next_cursor": list(nxt) if nxt else None,
                     "backlog": self.core.backlog(), "inbox_size": len(self.core.inboxes.get(user, []))}
 

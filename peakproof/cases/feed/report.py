@@ -19,6 +19,7 @@ from ...report import Chart
 from .analysis import FeedAnalysis
 from .checks import check_feed
 from .lag import lag_charts, percentile, visibility_lags
+from .rules import CONTRACT, OrderRules
 from .workload import FeedWorkload
 
 # a fault's own checks: (history, analysis, visibility lags, the run's first instant) -> results
@@ -44,11 +45,11 @@ class FeedObserved:
     g2_judged: bool = True
 
 
-def judge_feed(history: History, seen: FeedObserved,
-               fault_checks: FaultChecks | None = None) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
-    """The feed's checks over the run, the report's charts and its details."""
+def judge_feed(history: History, seen: FeedObserved, fault_checks: FaultChecks | None = None,
+               rules: OrderRules = CONTRACT) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
+    """The feed's checks over the run (by the target's stated ``rules``), the report's charts and its details."""
     w = seen.work
-    analysis = FeedAnalysis(history, window=w.window)
+    analysis = FeedAnalysis(history, window=w.window, rules=rules)
     checks = check_feed(analysis)
     # the run's start: the first instant of the curve (setup ops have no intended time)
     t0 = min((op.intended_time for op in history.ops if op.intended_time is not None), default=time.time())

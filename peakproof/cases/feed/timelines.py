@@ -8,19 +8,23 @@ from typing import Any
 from ...checks import CheckResult, Due, Violations
 from ...history import Op
 from ...timefmt import moment
-from .analysis import FEED, FeedAnalysis, _cursor_id, _items, _key, _multi_item_reads
+from .analysis import FEED, FeedAnalysis, _items, _multi_item_reads
 
 
 @FEED.register
 def feed_is_newest_first(a: FeedAnalysis) -> CheckResult:
-    """Every page lists its posts newest first (created_at descending, ties by post id)."""
+    """Every page lists its posts newest first (created_at descending, ties by post id, or in any
+    order where the target's stated rules leave them unordered: ``--time-precision``, ``--ties any``)."""
     v = Violations()
+    tie_rule = "ties by post id" if a.rules.ties_known else (
+        f"posts of one {a.rules.time_precision:g} s step in any order" if a.rules.time_precision
+        else "ties in any order")
     for op in a.reads:
-        keys = [_key(i) for i in _items(op)]
+        keys = [a.key(i) for i in _items(op)]
         for x, y in zip(keys, keys[1:]):
-            if not x > y:
+            if not (x > y or (a.unordered(x, y) and x != y)):
                 v.add(f"{op.args['user_id']!r}'s feed put post {y[1]} (t={y[0]:.3f}) after {x[1]} (t={x[0]:.3f}): "
-                      f"not newest first (ties by post id)", op)
+                      f"not newest first ({tie_rule})", op)
                 break
     return v.result("feed_is_newest_first", {"reads": len(a.reads)}, chances=_multi_item_reads(a),
                     chance_kind="pages of two posts or more")
@@ -89,17 +93,11 @@ def pages_do_not_skip_or_repeat(a: FeedAnalysis) -> CheckResult:
     """
     v = Violations()
     chains = 0
-    last_page: dict[tuple[str, str], Op] = {}
     for op in a.reads:
-        nxt = op.value.get("next_cursor")
-        cursor = op.args.get("cursor")
-        if cursor is not None:
-            prev = last_page.get((op.args["user_id"], _cursor_id(cursor)))
-            if prev is not None:
-                chains += 1
-                _judge_page_turn(a, v, prev, op, cursor)
-        if nxt:
-            last_page[(op.args["user_id"], _cursor_id(nxt))] = op
+        prev = a.prev_page.get(id(op))  # the page this reader got the cursor from (FeedAnalysis.prev_page)
+        if prev is not None:
+            chains += 1
+            _judge_page_turn(a, v, prev, op, op.args.get("cursor"))
     return v.result("pages_do_not_skip_or_repeat", {"page_chains": chains}, chances=chains,
                     chance_kind="page turns (a read with the cursor a recorded page returned)")
 
@@ -112,13 +110,16 @@ def feed_matches_pull_model(a: FeedAnalysis) -> CheckResult:
     v = Violations()
     judged = 0
     for op in a.reads:
-        got = [_key(i) for i in _items(op)]
+        got = [a.key(i) for i in _items(op)]
         model = a.model(op, upto=min(got) if got else None) if a.quiet(op) else None
         if model is None:
             continue
         judged += 1
         live, guaranteed = model
         limit = int(op.args.get("limit") or 20)
+        shown, vouched = len(got), min(limit, guaranteed)  # a settled page holds this many, whatever their order
+        if not a.rules.ties_known:  # posts of one step in the target's own order: compare in ours, the edges' aside
+            got, live, guaranteed = _comparable(a, op, got, live, guaranteed)
         settled = op.value.get("backlog") == 0
         within = min(len(got), guaranteed)  # beyond the cap: a subsequence (evicted inbox posts), in order
         if settled and (got[:within] != live[:within] or not _in_order_within(got[within:], live[within:])):
@@ -131,10 +132,10 @@ def feed_matches_pull_model(a: FeedAnalysis) -> CheckResult:
             # fan-out may still be on its way: newer posts can be missing, nothing else may differ
             v.add(f"{op.args['user_id']!r}'s feed shows posts the pull model does not have, or out of its order: "
                   f"{[k[1] for k in got][:6]}", op)
-        elif settled and len(got) < min(limit, guaranteed):
-            missing = live[len(got)]
-            v.add(f"{op.args['user_id']!r}'s settled feed stops after {len(got)} posts; the model has "
-                  f"{min(limit, guaranteed)} within the inbox cap (first missing {missing[1]})", op)
+        elif settled and shown < vouched:
+            missing = live[min(len(got), len(live) - 1)] if live else ("", "?")
+            v.add(f"{op.args['user_id']!r}'s settled feed stops after {shown} posts; the model has "
+                  f"{vouched} within the inbox cap (first missing {missing[1]})", op)
     return v.result("feed_matches_pull_model", {"quiet_reads": judged}, chances=judged,
                     chance_kind="quiet reads (no write overlapped them)")
 
@@ -174,7 +175,7 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
             continue
         live, _ = a.model(op)  # type: ignore[misc]  # a first page always has a model
         limit = int(op.args.get("limit") or 20)
-        got = [_key(i) for i in _items(op)]
+        got = [a.key(i) for i in _items(op)]
         shown = set(got)
         # a chance: a first page whose model holds a post older than the window
         chances += any(op.invoke_time - a.published_at.get(k[1], op.invoke_time) >= a.window for k in live[:limit])
@@ -191,7 +192,7 @@ def posts_visible_within_window(a: FeedAnalysis) -> CheckResult:
                     due[(op.args["user_id"], key[1])] = Due(what, published + a.window, "held",
                                                             f"shown {age - a.window:.1f} s after")
                 continue
-            if not (len(got) >= limit and got[-1] > key):
+            if not (len(got) >= limit and (got[-1] > key or a.unordered(got[-1], key))):
                 if first:
                     due[(op.args["user_id"], key[1])] = Due(what, published + a.window, "violated",
                                                             f"absent from a first page read {age - a.window:.1f} s after")
@@ -208,25 +209,45 @@ def _in_order_within(got: list[tuple[float, str]], live: list[tuple[float, str]]
     return all(any(k == m for m in it) for k in got)  # a subsequence, in the model's order
 
 
+def _comparable(a: FeedAnalysis, op: Op, got: list[tuple[float, str]], live: list[tuple[float, str]],
+                guaranteed: int) -> tuple[list[tuple[float, str]], list[tuple[float, str]], int]:
+    """A page and its model where posts of one step are in no known order: both in the model's order,
+    without the steps a page's edges cut through (the cursor's step, and a full page's last step), whose
+    posts may lie on either side of the edge by the target's finer clock."""
+    limit = int(op.args.get("limit") or 20)
+    edges = set()
+    if got and len(got) >= limit:
+        edges.add(got[-1][0])
+    bound = a.bound(op)
+    if op.args.get("cursor") is not None and bound is not None:
+        edges.add(bound[0])
+    kept = [k for k in live[:guaranteed] if k[0] not in edges]
+    rest = [k for k in live[guaranteed:] if k[0] not in edges]
+    return sorted((k for k in got if k[0] not in edges), reverse=True), kept + rest, len(kept)
+
+
 def _judge_page_turn(a: FeedAnalysis, v: Violations, prev: Op, op: Op, cursor: Any) -> None:
     user = op.args["user_id"]
     before = {i["post_id"] for i in _items(prev)}
-    edge = _key(_items(prev)[-1]) if _items(prev) else None
+    edge = a.key(_items(prev)[-1]) if _items(prev) else None
     for item in _items(op):
-        if item["post_id"] in before or (edge is not None and not _key(item) < edge):
+        key = a.key(item)
+        if item["post_id"] in before or (edge is not None and not key < edge and not a.unordered(key, edge)):
             v.add(f"{user!r}: the page after cursor {cursor} repeats or goes back to post {item['post_id']}",
                   prev, op)
             return
     if not a.quiet(op):
         return
-    got = [_key(i) for i in _items(op)]
+    got = [a.key(i) for i in _items(op)]
     limit = int(op.args.get("limit") or 20)
     model = a.model(op, upto=min(got) if got else None)
     if model is None:
         return
     live, guaranteed = model
-    shown = set(got)
     floor = got[-1] if len(got) >= limit else (float("-inf"), "")  # a full page only vouches down to its end
+    if not a.rules.ties_known:
+        got, live, guaranteed = _comparable(a, op, got, live, guaranteed)
+    shown = set(got)
     settled = op.value.get("backlog") == 0
     # only the posts the inbox cap guarantees are vouched for: beyond it an inbox author's older posts
     # are gone while a pulled author's still show (the hybrid design), so a page there may leave some out
