@@ -61,7 +61,8 @@ def _api_error(e: ApiError) -> Response:
 
 @app.errorhandler(HTTPException)
 def _http_error(e: HTTPException) -> Response:  # Flask's own 404 / 405 / 413, in the shop's error shape
-    code = {404: "ROUTE_NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "BODY_TOO_LARGE"}.get(e.code or 0, "BAD_REQUEST")
+    code = {404: "ROUTE_NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "BODY_TOO_LARGE"}.get(
+        e.code or 0, "INTERNAL_ERROR" if (e.code or 500) >= 500 else "BAD_REQUEST")
     return answer(e.code or 400, {"error": {"code": code, "message": e.description or e.name}})
 
 
@@ -109,13 +110,13 @@ def put_event(slug: str) -> Response:
         raise ApiError(400, "INVALID_FIELD", "hold_window_s must be a number of seconds in (0, 86400]")
     c = db.conn()
     with c.transaction():
-        row = c.execute("SELECT id FROM events WHERE slug = %s FOR UPDATE", (slug,)).fetchone()
+        row = c.execute("SELECT id FROM events WHERE slug = %s FOR NO KEY UPDATE", (slug,)).fetchone()
         if row is None:
             row = c.execute("""INSERT INTO events (slug, capacity, hold_window_s) VALUES (%s, %s, %s)
                                ON CONFLICT (slug) DO NOTHING RETURNING *""", (slug, capacity, float(window))).fetchone()
             if row is not None:
                 return answer(201, _event(row))
-            row = c.execute("SELECT id FROM events WHERE slug = %s FOR UPDATE", (slug,)).fetchone()
+            row = c.execute("SELECT id FROM events WHERE slug = %s FOR NO KEY UPDATE", (slug,)).fetchone()
         # a reset: the event starts over (its holds, sales and idempotency keys forgotten)
         c.execute("DELETE FROM idempotency_keys WHERE event_id = %s", (row["id"],))
         c.execute("DELETE FROM holds WHERE event_id = %s", (row["id"],))
@@ -176,7 +177,7 @@ def create_hold(slug: str) -> Response:
 
 def _allocate(c: db.psycopg.Connection, event_id: int, buyer: str, quantity: int) -> dict[str, Any]:
     """The reservation, decided on the event row under its lock (inside the caller's transaction)."""
-    event = c.execute("SELECT * FROM events WHERE id = %s FOR UPDATE", (event_id,)).fetchone()
+    event = c.execute("SELECT * FROM events WHERE id = %s FOR NO KEY UPDATE", (event_id,)).fetchone()
     free = event["capacity"] - event["held"] - event["sold"]
     if free < quantity:
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
@@ -214,9 +215,9 @@ def _locked_hold(c: db.psycopg.Connection, ref: str) -> dict[str, Any]:
     found = c.execute("SELECT event_id FROM holds WHERE id = %s", (hold_id,)).fetchone()
     if found is None:
         raise ApiError(404, "HOLD_NOT_FOUND", f"no hold {ref!r}")
-    c.execute("SELECT id FROM events WHERE id = %s FOR UPDATE", (found["event_id"],))
+    c.execute("SELECT id FROM events WHERE id = %s FOR NO KEY UPDATE", (found["event_id"],))
     row = c.execute("""SELECT h.*, e.slug FROM holds h JOIN events e ON e.id = h.event_id
-                       WHERE h.id = %s FOR UPDATE OF h""", (hold_id,)).fetchone()
+                       WHERE h.id = %s FOR NO KEY UPDATE OF h""", (hold_id,)).fetchone()
     if row is None:  # its event was reset meanwhile
         raise ApiError(404, "HOLD_NOT_FOUND", f"no hold {ref!r}")
     return row

@@ -2,9 +2,17 @@
 (releasing lapsed holds).
 
 Counts live on the event row (``held``, ``sold``) so that a reservation decides on one row: the
-reservation takes that row's lock (``SELECT ... FOR UPDATE``), checks the free units, inserts the hold
-and moves the counts in one transaction. Every writer locks the event row before any of its holds,
+reservation takes that row's lock (``SELECT ... FOR NO KEY UPDATE``), checks the free units, inserts the
+hold and moves the counts in one transaction. Every writer locks the event row before any of its holds,
 so two writers never wait on each other in opposite orders.
+
+Why ``FOR NO KEY UPDATE`` and not ``FOR UPDATE``: inserting a hold or an idempotency key checks its
+foreign key by taking ``FOR KEY SHARE`` on the event row, and ``FOR UPDATE`` conflicts with that. A
+reservation inserts its idempotency key first (that is what makes two retries one), so with ``FOR
+UPDATE`` two reservations each held KEY SHARE and waited for the other's: PostgreSQL broke the
+deadlock after a second by failing one (measured: every reservation of an opening timed out).
+``FOR NO KEY UPDATE`` is the lock an ``UPDATE`` of non-key columns takes anyway: it excludes every
+other writer of the row and lets foreign-key checks through.
 
 There is deliberately no ``CHECK (held + sold <= capacity)``: the counts are kept right by the lock,
 and the check-then-act defect (``app.py``) shows what happens without it.
@@ -101,7 +109,7 @@ def release_lapsed() -> int:
     due = c.execute("SELECT DISTINCT event_id FROM holds WHERE status = 'held' AND expires_at <= clock_timestamp()")
     for row in due.fetchall():
         with c.transaction():
-            c.execute("SELECT id FROM events WHERE id = %s FOR UPDATE", (row["event_id"],))
+            c.execute("SELECT id FROM events WHERE id = %s FOR NO KEY UPDATE", (row["event_id"],))
             done = c.execute(
                 """WITH lapsed AS (
                        UPDATE holds SET status = 'expired', updated_at = clock_timestamp()
