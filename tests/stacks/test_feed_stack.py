@@ -1,0 +1,127 @@
+"""The feed's real stack (``examples/stacks/feed``): Django 5.2 + django-activity-stream on PostgreSQL,
+served by gunicorn workers, with an API of its own, driven through ``examples/stacks/feed/driver.py``.
+
+Every entry point a team would use, on the correct stack: ``peakproof driver check``, the properties
+by ``pytest --pyargs``, ``peakproof run`` (properties and a short load), and Locust's own
+``locust -f "$(peakproof locustfile)"``. Then the stack with its defect (``--defect page-numbers``:
+Django's ``Paginator`` with ``?page=N``), which must FAIL ``pages_do_not_skip_or_repeat``, through
+``peakproof run`` and through the properties alone.
+
+The stack states two rules, as its README says: it merges on read (``--without inbox_size``) and
+answers times in Django's JSON, cut to milliseconds, while the stream orders by microseconds
+(``--time-precision 0.001``). One stack of each variant per module; a stack that cannot start fails
+the tests that need it, never skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.e2e.test_examples import ROOT, peakproof, started, verdict_of
+
+pytestmark = [pytest.mark.http, pytest.mark.slow]
+
+DRIVER = "examples/stacks/feed/driver.py:ActivityFeed"
+RULES = ["--without", "inbox_size", "--time-precision", "0.001"]
+# 1,000 users (111,090 follows, loaded in bulk), the seed's peak mix at time scale 100: 28 arrivals/s
+LOAD = ["--scale", "0.001", "--duration", "10", "--calibrated-rate", "1000"]
+REPORTS = str(ROOT / "reports" / "stacks")
+CHECK = "pages_do_not_skip_or_repeat"
+
+
+@pytest.fixture(scope="module")
+def feed_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The correct stack: PostgreSQL, migrate, gunicorn (its logs in the folder)."""
+    folder = tmp_path_factory.mktemp("feed-stack")
+    with started("-m", "examples.stacks.feed", "--folder", str(folder)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def defect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("feed-stack-page-numbers")
+    with started("-m", "examples.stacks.feed", "--defect", "page-numbers", "--folder", str(folder)) as url:
+        yield url
+
+
+def properties(url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The feed properties over the URL, as installed: ``pytest --pyargs peakproof.properties.test_feed``."""
+    env = dict(os.environ, HYPOTHESIS_PROFILE="dev")  # the properties' budget over a URL: real time
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs",
+                           "peakproof.properties.test_feed", "--target-url", url, "--driver", DRIVER, *RULES],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+# -- the correct stack -----------------------------------------------------------------------------------
+
+def test_the_driver_answers_every_call_as_the_harness_needs(feed_url: str) -> None:
+    out = peakproof("driver", "check", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "every call answered as the harness needs" in out.stdout, out.stdout
+    assert "[NO ]" not in out.stdout, out.stdout
+    assert "capability bulk_graph: offered" in out.stdout, out.stdout
+    assert "rule: time precision (s): 0.001" in out.stdout, out.stdout
+
+
+def test_the_properties_pass_over_the_url(feed_url: str) -> None:
+    out = properties(feed_url)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert "1 passed" in out.stdout and "failed" not in out.stdout, text[-4000:]
+    assert "feed: time precision (s): 0.001" in out.stdout, text[-4000:]
+    assert f"  {CHECK}: " in out.stdout, text[-4000:]  # it had chances (a page turn), not left undecided
+
+
+def test_peakproof_run_passes_the_properties_and_a_short_load(feed_url: str, tmp_path: Path) -> None:
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD,
+                    "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"))
+    verdict = verdict_of(out)
+    assert out.returncode == 0, verdict
+    assert "peakproof verdict for feed: PASS" in verdict, verdict
+    assert "[ok] properties (Hypothesis)" in verdict and "[ok] load scenario feed-peak" in verdict, verdict
+    assert f"[ok] {CHECK}:" in verdict and "[ok] feed_matches_pull_model:" in verdict, verdict
+    assert "rule: time precision (s): 0.001" in verdict and "waived: inbox_size" in verdict, verdict
+
+
+def test_locust_runs_the_feed_peak_through_the_driver(feed_url: str, tmp_path: Path) -> None:
+    locustfile = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=60, check=True).stdout.strip()
+    result = tmp_path / "feed-peak-result.json"
+    out = subprocess.run([sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--scenario", "feed-peak",
+                          "--host", feed_url, "--driver", DRIVER, *RULES, "--scale", "0.001", "--time-scale", "100",
+                          "--duration", "6", "--report-dir", str(tmp_path), "--result", str(result),
+                          "--only-summary", "--loglevel", "WARNING"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert "peakproof feed-peak: PASS" in text, text[-4000:]
+    assert f"[ok] {CHECK}:" in text, text[-4000:]
+    stage = json.loads(result.read_text())
+    assert stage["outcome"] == "PASS", stage
+
+
+# -- the defect: page numbers ----------------------------------------------------------------------------
+
+def test_peakproof_run_fails_the_page_numbers_defect_naming_the_check(defect_url: str, tmp_path: Path) -> None:
+    """Both stages run: the properties turn pages between writes, and the load's heavy reader pages deep
+    while its followees' posts are deleted; either catching it is a FAIL naming the check."""
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", defect_url, *RULES, *LOAD,
+                    "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"))
+    verdict = verdict_of(out)
+    assert out.returncode == 1, verdict
+    assert "peakproof verdict for feed: FAIL" in verdict, verdict
+    assert f"{CHECK}: FAIL" in verdict or f"[FAIL] {CHECK}" in verdict, verdict
+
+
+def test_the_properties_alone_fail_the_page_numbers_defect(defect_url: str) -> None:
+    out = properties(defect_url)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-4000:]
+    assert f"{CHECK}: FAIL" in text, text[-4000:]
