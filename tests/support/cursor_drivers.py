@@ -52,3 +52,20 @@ class PageNumbers(Chirp):
         if op.type == OK:
             op.value["created_at"] = _cut(op.value["created_at"])
         return op
+
+
+class OffsetPages(Chirp):
+    """The offset pager's defect, over the correct example feed: page n is items (n-1)*limit .. n*limit of the
+    timeline as it stands when page n is read (Django's ``Paginator`` with ``?page=n``). A post deleted from an
+    earlier page makes the next page skip one; a post published in between makes it repeat one."""
+
+    def read(self, user: str, limit: int = 20, cursor: Any = None, *, process: Any = 0,
+             intended_time: Any = None) -> Op:
+        n = 1 if cursor is None else int(cursor)
+        op = super().read(user, limit * n + 1, None, process=process, intended_time=intended_time)
+        op.args.update(limit=limit, cursor=cursor)  # recorded as the harness asked
+        if op.type == OK:
+            items = op.value["items"]
+            op.value["items"] = items[(n - 1) * limit:n * limit]
+            op.value["next_cursor"] = n + 1 if len(items) > n * limit else None
+        return op
