@@ -12,9 +12,12 @@ data, ``migrate.log``, ``gunicorn.log``) is ``--folder``, kept, or a fresh one u
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from examples.stacks.infra import ComponentFailed, Stack, free_port, new_folder, serve_forever
@@ -44,7 +47,8 @@ def main() -> None:
                "GUNICORN_CMD_ARGS": "--no-control-socket"}
         migrate(stack, env)
         port = args.port or free_port()
-        stack.gunicorn("examples.stacks.feed.wsgi:application", port, args.workers, env, cwd=ROOT)
+        proc = stack.gunicorn("examples.stacks.feed.wsgi:application", port, args.workers, env, cwd=ROOT)
+        wait_for_health(stack, proc, f"http://127.0.0.1:{port}/api/health/")
     except BaseException:
         stack.close()
         raise
@@ -63,9 +67,28 @@ def migrate(stack: Stack, env: dict[str, str]) -> None:
         raise ComponentFailed(f"migrate exited with {code} (its log: {stack.folder / 'migrate.log'})")
 
 
+def wait_for_health(stack: Stack, proc: subprocess.Popen, url: str, timeout: float = 60) -> None:
+    """Ready when the feed itself answers its health check: an open port alone may be another
+    process's (gunicorn then exits, unable to bind), and the first request loads Django."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ComponentFailed(f"gunicorn exited with {proc.returncode} (its log: {stack.folder / 'gunicorn.log'})")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if json.loads(answer.read()).get("ok") is True:
+                    return
+        except (OSError, ValueError, AttributeError) as e:
+            last = f"{type(e).__name__}: {e}"
+        time.sleep(0.2)
+    raise ComponentFailed(f"the feed did not answer {url} within {timeout:.0f} s ({last}; gunicorn's log: "
+                          f"{stack.folder / 'gunicorn.log'})")
+
+
 if __name__ == "__main__":
     try:
         main()
     except ComponentFailed as e:
-        print(f"the feed stack did not start: {e}", file=sys.stderr, flush=True)
+        print(f"the feed stack stopped: {e}", file=sys.stderr, flush=True)  # which component, why, its log
         sys.exit(3)
