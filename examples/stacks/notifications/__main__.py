@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--backoff-after-permanent", type=float, default=0.2, help="s before the next round after a 422 (0.2)")
     p.add_argument("--answer-timeout", type=float, default=0.5, help="s a provider has to answer (0.5)")
     p.add_argument("--breaker-window", type=int, default=20, help="a channel's breaker looks at its last N calls (20)")
-    p.add_argument("--breaker-failures", type=int, default=5, help="transient failures among them that open it (5)")
+    p.add_argument("--breaker-failures", type=int, default=8, help="transient failures among them that open it (8)")
     p.add_argument("--breaker-cool-down", type=float, default=3.0, help="s open before a probe (3)")
     args = p.parse_args(argv)
 

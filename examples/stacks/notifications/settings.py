@@ -43,7 +43,7 @@ def load() -> Settings:
         backoff_after_permanent=float(env.get("BEACON_BACKOFF_AFTER_PERMANENT", "0.2")),
         answer_timeout=float(env.get("BEACON_ANSWER_TIMEOUT", "0.5")),
         breaker_window=int(env.get("BEACON_BREAKER_WINDOW", "20")),
-        breaker_failures=int(env.get("BEACON_BREAKER_FAILURES", "5")),
+        breaker_failures=int(env.get("BEACON_BREAKER_FAILURES", "8")),
         breaker_cool_down=float(env.get("BEACON_BREAKER_COOL_DOWN", "3")),
         defect=env.get("BEACON_DEFECT", ""),
     )

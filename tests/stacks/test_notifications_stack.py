@@ -1,0 +1,137 @@
+"""Beacon, the notifications stack (examples/stacks/notifications/): Flask under gunicorn, Celery 5 on
+Redis with an urgent pool of its own, PostgreSQL through psycopg 3, a breaker per channel in Redis, a
+suppression list, all started from wheels by its launcher and driven only through its driver.
+
+On the correct stack: ``peakproof driver check``, the properties (``pytest --pyargs
+peakproof.properties.test_notifications``) and ``peakproof run`` (a short peak) all PASS with its rules
+stated. The broken variants FAIL naming their bug: ``--defect visibility-timeout`` delivers twice (a
+retry waiting for its countdown is redelivered by Redis to another worker), ``--urgent-workers 1``
+lets reminders overtake urgent notifications while lost answers hold its one urgent worker.
+
+Real processes, real HTTP, bounded in time; a component that cannot start fails, it never skips.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.e2e.test_examples import ROOT, peakproof, providers, started, verdict_of
+
+pytestmark = [pytest.mark.http, pytest.mark.slow]
+
+DRIVER = "examples/stacks/notifications/driver.py:Beacon"
+# Beacon's rules, as its team states them (the launcher's defaults): 3 calls per notification; the next
+# round 1 s after a transient failure or an unanswered call, 0.2 s after a 422 (the next channel need not
+# wait); 0.5 s for a provider's answer; a breaker per channel that opens at 8 transient failures among
+# its last 20 calls, 3 s before a probe; a suppression list (an address answered 422 is never called
+# again: later notifications start at the next channel).
+RULES = ["--budget", "3", "--backoff", "1.0", "--backoff-after-permanent", "0.2", "--answer-timeout", "0.5",
+         "--breaker-window", "20", "--breaker-failures", "8", "--breaker-cool-down", "3", "--suppression-list"]
+# a short peak: 174 notifications/s for 5 s, the generator's rate stated (its calibration is tested elsewhere)
+LOAD = ["--scale", "0.1", "--duration", "5", "--calibrated-rate", "1000"]
+LOCUST_LOAD = ["--scale", "0.1", "--duration", "5"]  # (Locust takes no --calibrated-rate)
+REPORTS = str(ROOT / "reports" / "stacks")
+
+
+@contextmanager
+def beacon(provider_url: str, folder: Path, *flags: str) -> Iterator[str]:
+    """The whole stack (PostgreSQL, Redis, two Celery pools, gunicorn), its logs in ``folder``; its base URL."""
+    with started("-m", "examples.stacks.notifications", "--provider-url", provider_url, "--folder", str(folder),
+                 *flags) as url:
+        assert url.startswith("http://127.0.0.1:"), f"the stack did not start: see {folder}/*.log"
+        yield url
+
+
+def logs(folder: Path) -> str:
+    """The tail of each component's log, for a failure's message."""
+    return "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-1500:] for p in sorted(folder.glob("*.log")))
+
+
+@pytest.fixture(scope="module")
+def provider_url() -> Iterator[str]:
+    with providers() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def stack(provider_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("beacon")
+    with beacon(provider_url, folder) as url:
+        yield url, folder
+
+
+def test_the_driver_answers_every_call_as_the_harness_needs(stack: tuple[str, Path], provider_url: str) -> None:
+    url, folder = stack
+    out = peakproof("driver", "check", "notifications", "--driver", DRIVER, "--target-url", url,
+                    "--provider-url", provider_url, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr + logs(folder)
+    assert "every call answered as the harness needs" in out.stdout, out.stdout
+    assert "[NO ]" not in out.stdout, out.stdout
+    assert "offered by --provider-url" in out.stdout  # the providers' record is the simulator's
+
+
+def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path], provider_url: str) -> None:
+    """Every notifications property over HTTP, through the driver: the nemesis's faults (channels down,
+    lost answers, dead addresses, failures multiplied, slow providers), replays, a reminder flood."""
+    url, folder = stack
+    env = dict(os.environ, HYPOTHESIS_PROFILE="dev")
+    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "peakproof.properties.test_notifications",
+                          "--target-url", url, "--provider-url", provider_url, "--peakproof-driver", DRIVER, *RULES,
+                          "-p", "no:cacheprovider", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=420,
+                         env=env)
+    text = out.stdout + out.stderr
+    summary = [line for line in text.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
+    assert out.returncode == 0, text[-6000:] + logs(folder)
+    assert summary and "passed" in summary[-1] and "failed" not in summary[-1], text[-3000:]
+    assert "backoff (s): 1" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
+
+
+def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], provider_url: str) -> None:
+    """``peakproof run`` with the rules stated: the load stage (the properties ran above)."""
+    url, folder = stack
+    out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url", provider_url,
+                    *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS, timeout=300)
+    assert out.returncode == 0, verdict_of(out) + logs(folder)
+    assert "peakproof verdict for notifications: PASS" in out.stdout, verdict_of(out)
+    verdict = verdict_of(out)
+    assert "[ok] load scenario notifications-peak" in verdict, verdict
+    for check in ("one_delivery_per_event", "preference_respected", "attempt_budget_respected",
+                  "no_retry_after_permanent_on_same_channel", "urgent_first_outside_a_backlog"):
+        assert f"[ok] {check}:" in verdict, (check, verdict)
+
+
+def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(provider_url: str,
+                                                                            tmp_path: Path) -> None:
+    """``--defect visibility-timeout``: Redis hands a retry that waits for its countdown to another worker
+    as if lost; both copies run the round, the second on the next channel: one event reaches its
+    recipient twice, and the run FAILs on exactly-once."""
+    with beacon(provider_url, tmp_path, "--defect", "visibility-timeout") as url:
+        out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
+                        provider_url, *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS, timeout=300)
+    verdict = verdict_of(out)
+    assert out.returncode == 1, verdict + logs(tmp_path)
+    assert "peakproof verdict for notifications: FAIL" in out.stdout, verdict
+    assert "[FAIL] one_delivery_per_event" in verdict, verdict
+
+
+def test_one_urgent_worker_lets_reminders_overtake_urgent_ones_when_answers_are_lost(provider_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """``--urgent-workers 1`` under the lost-answers fault scenario (Locust's own entry point,
+    ``notifications-ack-lost``): each lost answer holds the one urgent worker for the answer timeout,
+    while the reminders' pool goes on; a reminder sent after an urgent notification is called first."""
+    with beacon(provider_url, tmp_path, "--urgent-workers", "1") as url:
+        out = subprocess.run([sys.executable, "-m", "locust", "-f", "loadtests/", "--headless",
+                              "--scenario", "notifications-ack-lost", "--host", url, "--driver", DRIVER,
+                              "--provider-url", provider_url, *RULES, *LOCUST_LOAD, "--report-dir", REPORTS],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-4000:] + logs(tmp_path)
+    assert "[FAIL] urgent_first_outside_a_backlog" in text, text[-4000:]
