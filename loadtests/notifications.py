@@ -32,6 +32,7 @@ from peakproof.checks import CheckResult
 from peakproof.cases.notifications import CASE, NotificationsAnalysis, Providers, peak_minute, provider_record
 from peakproof.cases.notifications.case import rules_of
 from peakproof.cases.notifications.report import judge_notifications
+from peakproof.cases.notifications.workload import addressed_for_run
 from peakproof.errors import SetupFailed, UsageError
 from peakproof.history import FAIL, OK, History
 from peakproof.load.engine import OpenModelUser, ScenarioShape
@@ -145,7 +146,8 @@ class NotificationsPeak(Scenario):
                                     **self.provider_faults)
         if config.type != OK:
             raise SetupFailed(f"the providers at {self.provider_url} refused their configuration: {config!r}")
-        doomed = self._people[::DEAD_EVERYWHERE_EVERY]
+        people = addressed_for_run(self._people, self.run_id)  # never an earlier run's addresses
+        doomed = people[::DEAD_EVERYWHERE_EVERY]
         dead = {"push": [a["push_token"] for _, _, a, _ in doomed], "sms": [a["phone"] for _, _, a, _ in doomed],
                 "email": [a["email"] for _, _, a, _ in doomed]}
         took = nemesis.inject(d.history, "dead_everywhere",
@@ -153,7 +155,7 @@ class NotificationsPeak(Scenario):
                               recipients=[f"{self.run_id}-{r}" for r, _, _, _ in doomed])
         if took.type != OK:
             raise SetupFailed(f"the providers at {self.provider_url} refused dead addresses: {took!r}")
-        set_up_recipients(self, d, self.run_id, self._people, concurrency=50)
+        set_up_recipients(self, d, self.run_id, people, concurrency=50)
         self.setup_history = d.history
         return {"run_id": self.run_id, "rate": self.rate}
 
@@ -320,7 +322,7 @@ class NotificationsCalibrate(Calibration):
         self.run_id = "cal" + uuid.uuid4().hex[:6]
         d = self.driver()
         self.need(d, "setup")
-        people = peak_minute(50, self.spec.seed)
+        people = addressed_for_run(peak_minute(50, self.spec.seed), self.run_id)  # never the run's own addresses
         set_up_recipients(self, d, self.run_id, people, concurrency=1)
         return {"run_id": self.run_id, "recipients": [f"{self.run_id}-{p[0]}" for p in people]}
 

@@ -490,7 +490,8 @@ def test_a_channel_that_keeps_failing_is_skipped_once_its_breaker_is_due(notific
     people = []
     for i in range(4):  # push first, and two healthy channels to go to instead
         rid = f"{run}r{i}"
-        op = d.put_recipient(rid, ["push", "sms", "email"], {"push_token": f"tok{run}{i}", "phone": f"+90555{i:07d}",
+        op = d.put_recipient(rid, ["push", "sms", "email"], {"push_token": f"tok{run}{i}",
+                                                             "phone": f"+90{int(run[4:9], 16) % 100_000:05d}{i:07d}",
                                                              "email": f"r{i}{run}@example.com"})
         t.off_contract(op, "PUT recipient (set-up)")
         assert op.type == OK, f"could not set up a recipient: {op!r}"

@@ -125,3 +125,48 @@ def test_first_calls_let_through_while_another_channel_was_surely_closed_prove_t
     # through; the window then held no transient failure, and the skip is the bug.
     r = breaker_counts_only_transient(analysis(lost_answers_then_a_burst(email_lost_too=False)))
     assert r.valid is False and r.counts["violations"] == 1, r
+
+
+# -- a suppression list, stated: a dead address's skip is the list's, a live address's is still the breaker's --
+
+def addressed(rid: str) -> Op:
+    return Op("setup", "put_recipient", {"recipient_id": rid, "channels": ["sms", "email"],
+                                         "addresses": {"phone": f"+90{rid}", "email": f"{rid}@example.com"}},
+              0, 0.0, type=OK)
+
+
+def suppressed_analysis(calls: list[dict[str, Any]], suppression_list: bool) -> NotificationsAnalysis:
+    for c in calls:
+        c["to"] = f"+90{c['recipient_id']}" if c["channel"] == "sms" else f"{c['recipient_id']}@example.com"
+    return NotificationsAnalysis([addressed("healthy"), addressed("doomed")], calls, breaker_window=WINDOW,
+                                 breaker_min_failures=FAILURES, answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN,
+                                 suppression_list=suppression_list)
+
+
+def test_with_a_suppression_list_stated_a_dead_address_s_later_notifications_may_skip_it() -> None:
+    a = suppressed_analysis(a_dead_address_burst(then="email"), suppression_list=True)
+    assert breaker_counts_only_transient(a).valid is not False
+    r = preference_respected(a)
+    assert r.valid is True and r.chances > 0, r
+    unstated = breaker_counts_only_transient(suppressed_analysis(a_dead_address_burst(then="email"),
+                                                                 suppression_list=False))
+    assert unstated.valid is False  # the same skips, no rule stated: the breaker's, and the message says what else
+    assert "state --suppression-list" in unstated.first_violation, unstated.first_violation
+
+
+def test_with_a_suppression_list_stated_a_live_address_skipped_after_others_died_is_still_the_breaker_s() -> None:
+    calls = a_dead_address_burst(then="sms")
+    calls += [call(3.5 + 0.001 * i, "email", "ok", "healthy", f"live{i}") for i in range(3)]  # sms skipped
+    r = breaker_counts_only_transient(suppressed_analysis(calls, suppression_list=True))
+    assert r.valid is False and "counted permanent failures" in r.first_violation, r
+
+
+def test_each_run_s_recipients_get_addresses_of_their_own() -> None:
+    from peakproof.cases.notifications.workload import addressed_for_run, peak_minute
+
+    people = peak_minute(300, 7)
+    one, two = addressed_for_run(people, "run00001"), addressed_for_run(people, "run00002")
+    addresses = lambda ps: [a for _, _, adr, _ in ps for a in adr.values()]  # noqa: E731
+    assert len(set(addresses(one))) == len(addresses(one))  # never one address for two recipients
+    assert not set(addresses(one)) & set(addresses(two))  # never the last run's
+    assert [p[:2] + p[3:] for p in one] == [p[:2] + p[3:] for p in people]  # the same recipients otherwise

@@ -20,6 +20,7 @@ from ...checks import CheckRegistry
 from ...history import OK, History, Op
 
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
+ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}  # a recipient's address on each channel
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class DeliveryRules:
     breaker_min_failures: int = 24  # ...and opens at this many transient failures among them
     breaker_cool_down: float = 10.0  # s an open breaker waits before a probe (a failed probe reopens it)
     answer_timeout: float = 2.0  # s the target waits for a provider's answer before "unknown"
+    # a suppression list: an address a provider answered permanent (422) is dead on that channel for
+    # every later notification (this run's or an earlier one's), which moves on to the next channel
+    suppression_list: bool = False
 
     # flag, field, type, help (the defaults are the fields')
     OPTIONS = (
@@ -51,6 +55,14 @@ class DeliveryRules:
         ("--answer-timeout", "answer_timeout", float,
          "s your target waits for a provider's answer before it counts the outcome unknown (the reference's "
          "--call-timeout, 2); slower answers were never heard"),
+    )
+
+    # flag, field, help: rules that are on or off
+    SWITCHES = (
+        ("--suppression-list", "suppression_list",
+         "your target keeps a suppression list: an address a provider answered permanent (422) is not called "
+         "again on that channel by any later notification (which goes to the next channel): a skip of it is "
+         "the dead address's, not a breaker's"),
     )
 
     def __post_init__(self) -> None:
@@ -67,7 +79,8 @@ class DeliveryRules:
     @classmethod
     def from_options(cls, get: Any) -> "DeliveryRules":
         """From parsed options: ``get(field)`` returns the value or None (then the default stands)."""
-        given = {name: kind(get(name)) for _, name, kind, _ in cls.OPTIONS if get(name) is not None}
+        given: dict[str, Any] = {name: kind(get(name)) for _, name, kind, _ in cls.OPTIONS if get(name) is not None}
+        given.update({name: bool(get(name)) for _, name, _ in cls.SWITCHES if get(name) is not None})
         return cls(**given)
 
     def judging(self) -> dict[str, Any]:
@@ -78,7 +91,11 @@ class DeliveryRules:
         return {"attempt budget": self.budget, "backoff (s)": self.backoff,
                 "breaker": f"{self.breaker_min_failures} transient failures in the last {self.breaker_window} calls, "
                            f"{self.breaker_cool_down:g} s open before a probe",
-                "answer timeout (s)": self.answer_timeout}
+                "answer timeout (s)": self.answer_timeout,
+                "suppression list": "yes: an address answered permanent stays dead on its channel for later "
+                                    "notifications" if self.suppression_list
+                                    else "not stated: every notification calls a recipient's preferred channel "
+                                         "(--suppression-list if yours keeps dead addresses)"}
 
 
 # In process, in virtual time: the driver tells the core every outcome at once, a lost answer is
@@ -90,7 +107,8 @@ class NotificationsAnalysis:
     def __init__(self, history: History | Iterable[Op], calls: list[dict[str, Any]], budget: int = 3,
                  breaker_window: int = 200, breaker_min_failures: int = 24,
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
-                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0) -> None:
+                 answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0,
+                 suppression_list: bool = False) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -170,6 +188,13 @@ class NotificationsAnalysis:
             self._last_failed[ch].append(failed)
             # a lost or late answer is a timeout to the caller: a fair reason for a breaker to count it
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
+        # under a suppression list: when the target heard each (channel, address) answer permanent first
+        self.suppression_list = suppression_list
+        self._dead_from: dict[tuple[str, str], float] = {}
+        for c in every:
+            if c["outcome"] == "permanent" and not lost(c) and c.get("to"):
+                k, h = (c["channel"], str(c["to"])), heard_by_target(c)
+                self._dead_from[k] = min(self._dead_from.get(k, h), h)
         self._arrived: dict[str, list[float]] = defaultdict(list)  # every call's arrival, by channel
         for c in channel_calls if channel_calls is not None else self.calls:
             self._arrived[c["channel"]].append(c["at"])
@@ -181,6 +206,33 @@ class NotificationsAnalysis:
                 self.delivered[(c["event_id"], c["recipient_id"])].append(c)
         self.faults = [op for op in self.ops if op.process == "nemesis"]
 
+
+    def suppressed(self, recipient_id: str, channel: str, at: float) -> bool:
+        """Under a stated suppression list: the recipient's address on ``channel`` was heard answered
+        permanent before ``at`` (by any notification, any run), so the target rightly skips it."""
+        return self.suppression_list and self.dead_since(recipient_id, channel, at) is not None
+
+    def dead_since(self, recipient_id: str, channel: str, at: float) -> float | None:
+        """When the target heard the recipient's address on ``channel`` answered permanent, if before ``at``
+        (whatever the rules: a skip's likeliest cause, named when a breaker is blamed)."""
+        r = self.recipients.get(recipient_id) or {}
+        address = (r.get("addresses") or {}).get(ADDRESS_FIELD.get(channel, channel))
+        dead = self._dead_from.get((channel, str(address))) if address is not None else None
+        return dead if dead is not None and dead < at else None
+
+    def skip_hint(self, recipient_id: str, channel: str, at: float) -> str:
+        """What else explains a skip of ``channel`` than a breaker, for a violation's message ('' if nothing)."""
+        dead = self.dead_since(recipient_id, channel, at)
+        if dead is None or self.suppression_list:
+            return ""
+        return (f"; but {recipient_id!r}'s address on {channel} had been answered permanent {at - dead:.2f} s "
+                f"before (a suppression list skips it: if your service keeps one, state --suppression-list)")
+
+    def preferred_at(self, recipient_id: str, at: float) -> str | None:
+        """The channel a notification's first call should go to at ``at``: the recipient's first choice whose
+        address is not suppressed (None: every one is)."""
+        r = self.recipients.get(recipient_id) or {}
+        return next((ch for ch in r.get("channels") or () if not self.suppressed(recipient_id, ch, at)), None)
 
     def unheard(self, c: dict[str, Any]) -> bool:
         """The target never heard this call's answer: it was lost, or slower than the target's

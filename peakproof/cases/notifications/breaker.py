@@ -137,7 +137,7 @@ def _preferred_first_calls(a: NotificationsAnalysis, channel: str) -> list[float
     if not cache:
         for key, cs in a.calls_by_key.items():
             r = a.recipients.get(key[1])
-            if r is None or not cs or not r["channels"] or cs[0]["channel"] != r["channels"][0]:
+            if r is None or not cs or not r["channels"] or cs[0]["channel"] != a.preferred_at(key[1], cs[0]["at"]):
                 continue
             at, preferred = cs[0]["at"], cs[0]["channel"]
             others = {c for c in [*r["channels"], *_addressed(r)] if c != preferred and c in pv.CHANNELS}
@@ -163,16 +163,19 @@ def _first_round(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @NOTIFICATIONS.register
 def preference_respected(a: NotificationsAnalysis) -> CheckResult:
-    """The first call goes to the preferred channel, unless that channel was failing transiently."""
+    """The first call goes to the preferred channel, unless that channel was failing transiently (or,
+    under a stated suppression list, the recipient's address on it was dead: then the next one is preferred)."""
     v = Violations()
     firsts = 0
     for key, cs in a.calls_by_key.items():
         r = a.recipients.get(key[1])
         if r is None or not cs:
             continue
-        firsts += 1
         first = cs[0]
-        preferred = r["channels"][0]
+        preferred = a.preferred_at(key[1], first["at"])
+        if preferred is None:  # every address suppressed: any call is the target's own business
+            continue
+        firsts += 1
         if preferred in {c["channel"] for c in _first_round(cs)}:
             continue
         if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
@@ -182,7 +185,8 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
               and not _excused(a, preferred, first["at"])):
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
-                  f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls", first)
+                  f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls"
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
     return v.result("preference_respected", {"first_calls": firsts}, chances=firsts,
                     chance_kind="first calls of recipients with a preference")
 
@@ -243,8 +247,10 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
         r = a.recipients.get(key[1])
         if r is None or not cs:
             continue
-        preferred = r["channels"][0]
         first = cs[0]
+        preferred = a.preferred_at(key[1], first["at"])  # a dead address's skip is the suppression list's
+        if preferred is None:
+            continue
         skipped = preferred not in {c["channel"] for c in _first_round(cs)}
         skips += skipped
         transient = _transient_before(a, preferred, first["at"])
@@ -260,12 +266,13 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
         if skipped and window_full:
             v.add(f"{preferred} was skipped for event {key[0]!r} after {counted} failures in its last {n_counted} "
                   f"calls counting permanent ones, and only {transient} transient failures in its last "
-                  f"{a.breaker_window} calls that were not permanent: the breaker counted permanent failures",
-                  first)
+                  f"{a.breaker_window} calls that were not permanent: the breaker counted permanent failures"
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
         elif skipped:
             v.add(f"{preferred} was skipped for event {key[0]!r} after its breaker's probe came back permanent "
                   f"(the channel answered: a fair breaker closes), with only {transient} transient failures in its "
-                  f"last {a.breaker_window} calls: the breaker counted a permanent failure and reopened", first)
+                  f"last {a.breaker_window} calls: the breaker counted a permanent failure and reopened"
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
     return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
                     chance_kind="first calls while permanent failures alone would open a breaker")
 
@@ -345,7 +352,7 @@ def _first_calls_preferring(a: NotificationsAnalysis,
         found = []
         for key, cs in a.calls_by_key.items():
             r = a.recipients.get(key[1])
-            if r is None or not cs or not r["channels"] or r["channels"][0] != channel:
+            if r is None or not cs or not r["channels"] or a.preferred_at(key[1], cs[0]["at"]) != channel:
                 continue
             at = cs[0]["at"]
             others = {c for c in [*r["channels"], *_addressed(r)] if c != channel and c in pv.CHANNELS}

@@ -98,6 +98,8 @@ OPTIONS = (
                            "ground truth (default under peakproof run: start the simulator)",
            TARGET | {SERVE, PLAN}, web_ui=True),
     *(_rule(*o) for o in DeliveryRules.OPTIONS),
+    *(Option(name, text, frozenset({RUN, LOCUST, PYTEST}), action="store_true", flag=flag)
+      for flag, name, text in DeliveryRules.SWITCHES),
     Option("threads", "provider calls in flight in all (the bulkheads' sizes, shared by the seed's call rates)", frozenset({SERVE}), default=32, kind=positive(int), env="-"),
     Option("dispatch", "accept only, deliver nothing (to benchmark the accept path alone)", frozenset({SERVE}),
            default=True, action="store_false", flag="--no-dispatch", env="-"),

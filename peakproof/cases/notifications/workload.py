@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -56,4 +57,19 @@ def peak_minute(n: int, seed: int = 20260730, urgent_share: float = 0.3,
         name = f"{names[i % len(names)]}{i}"
         addresses = {"push_token": f"tok-{name}", "phone": f"+90555{i:07d}", "email": f"{name}@example.com"}
         out.append((f"r{i}", channels, addresses, "urgent" if rnd.random() < urgent_share else "reminder"))
+    return out
+
+
+def addressed_for_run(people: list[tuple[str, list[str], dict[str, str], str]],
+                      run_id: str) -> list[tuple[str, list[str], dict[str, str], str]]:
+    """The same recipients with addresses of this run's own: the seeded draw repeats from run to run, and a
+    service that keeps a suppression list (an address a provider refused stays dead) met the last run's
+    dead addresses on this run's recipients. Every address carries the run id (the phone, its digits)."""
+    digits = int(hashlib.blake2b(run_id.encode(), digest_size=8).hexdigest(), 16) % 100_000
+    out = []
+    for i, (rid, channels, addresses, priority) in enumerate(people):
+        name = addresses["email"].split("@", 1)[0]
+        out.append((rid, channels, {"push_token": f"{addresses['push_token']}-{run_id}",
+                                    "phone": f"+90{digits:05d}{i:07d}",
+                                    "email": f"{name}.{run_id}@example.com"}, priority))
     return out
