@@ -33,6 +33,7 @@ from typing import Any
 from peakproof import nemesis
 from peakproof.arrivals import arrival_times, constant
 from peakproof.cases.feed import CASE, FeedAnalysis, FeedWorkload
+from peakproof.cases.feed.workload import SMALL_GRAPH, graph_unfit
 from peakproof.cases.feed.faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
 from peakproof.cases.feed.lag import POLLS_PER_WINDOW
 from peakproof.cases.feed.case import rules_of
@@ -358,20 +359,27 @@ class FeedShardDown(FeedPeak):
         return [shard_down_feeds_correct_and_not_empty(analysis)]
 
 
-SMALL_GRAPH = 25_000  # follows that may go one at a time, for a driver without bulk loading
 
 
 def load_graph(sc: Scenario, d: Any, pairs: list[tuple[str, str]]) -> None:
-    """The scenario's graph on the target: in bulk (``add_follows``) where the driver can, else one
-    follow at a time for a small graph; else the capability is missing (INCONCLUSIVE, naming it)."""
+    """The scenario's graph on the target: in bulk (``add_follows``) where the driver can; else one
+    follow at a time, 32 at once, for a small graph, or for any graph once the user has said their
+    service has no bulk loading (``--without bulk_graph``); else INCONCLUSIVE naming the scale that fits."""
     import gevent.pool
 
     if sc.has(d, "bulk_graph"):
         d.add_follows(pairs)
         return
+    unfit = graph_unfit(len(pairs), sc.spec.number_scale, sc.waived("bulk_graph"))
+    if unfit:
+        from peakproof.capabilities import CapabilityMissing
+        from peakproof.cases import get_case
+
+        raise CapabilityMissing(get_case(sc.case).capability("bulk_graph"), unfit, driver=f"the driver {sc.spec.driver}")
     if len(pairs) > SMALL_GRAPH:
-        sc.need(d, "bulk_graph")
-    pool = gevent.pool.Pool(16)
+        print(f"feed: loading the graph one follow at a time (--without bulk_graph): {len(pairs):,} follows, "
+              f"32 at once", flush=True)
+    pool = gevent.pool.Pool(32)
     for u, f in pairs:
         pool.spawn(d.follow, u, f, process="graph")
     pool.join()

@@ -326,6 +326,11 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
         else:
             spec = spec.with_options(**{axis: min(cap, fitted)})
             head = f"{flag} auto: "
+            if fitted > cap:  # the target could take more than the largest value this axis allows: say so, and how
+                other = "--time-scale" if axis == "scale" else "--scale"
+                head += (f"capped at {flag} {cap:g}, the most this case runs at (the machine and target would take "
+                         f"{flag} {fitted:g}, {per_unit * fitted:,.0f} arrivals/s); to load the target nearer its "
+                         f"knee, raise {other}{' (' + str(spec.scale) + ' now)' if axis == 'time_scale' else ''}; ")
         if case.resolve:  # what depends on the time scale follows it
             spec = case.resolve(spec)
     value = getattr(spec, axis)

@@ -80,3 +80,20 @@ def test_the_plan_prints_a_target_s_knee_and_the_factor_to_the_seed_s_peak() -> 
     assert f"is {TICKETS.peak_rate() / 18.5:,.0f}x its knee" in text and "--scale auto" in text
     faster = CalibrationResult("tickets-calibrate", 9_000.0, 40_000.0, True, [], stopped_by="generator")
     assert "at least 9,000 arrivals/s: the generator gave way first" in render_knee(TICKETS, faster, spec)
+
+
+def test_an_auto_time_scale_held_back_by_its_cap_says_so_and_which_knob_loads_the_target_more() -> None:
+    from peakproof.calibrate import CalibrationResult
+    from peakproof.cases import get_case
+    from peakproof.runner import fit_load
+
+    feed = get_case("feed")
+    spec = RunSpec(case="feed", scale=0.0001, time_scale="auto", target_url="http://127.0.0.1:9/feed")
+    knee = CalibrationResult("feed-calibrate", rate=86.0, stopped_by="target", latency_checked=True)
+    fitted, text = fit_load(feed, spec, knee)
+    assert fitted.time_scale == feed.default_time_scale  # held at the cap...
+    assert f"capped at --time-scale {feed.default_time_scale:g}" in text and "raise --scale" in text, text
+    roomy = CalibrationResult("feed-calibrate", rate=feed.peak_rate() * 0.01 * 5, stopped_by="target")
+    fitted, text = fit_load(feed, RunSpec(case="feed", scale=0.01, time_scale="auto",
+                                          target_url="http://127.0.0.1:9/feed"), roomy)
+    assert "capped" not in text and fitted.time_scale < feed.default_time_scale, text  # ...and only when it binds

@@ -370,3 +370,12 @@ def test_order_rules_refuse_what_cannot_be_a_precision_or_a_tie_rule() -> None:
     for bad in ({"time_precision": -0.001}, {"time_precision": float("nan")}, {"ties": "by-id"}):
         with pytest.raises(ValueError, match="--time-precision|--ties"):
             OrderRules(**bad)
+
+
+def test_a_graph_too_large_to_send_one_follow_at_a_time_names_the_scale_that_fits() -> None:
+    from peakproof.cases.feed.workload import SMALL_GRAPH, graph_unfit
+
+    said = graph_unfit(4 * SMALL_GRAPH, 0.02, waived=False)
+    assert said is not None and "run at --scale 0.005 or below" in said and "--without bulk_graph" in said, said
+    assert graph_unfit(4 * SMALL_GRAPH, 0.02, waived=True) is None  # stated: it all goes, one at a time
+    assert graph_unfit(SMALL_GRAPH, 0.02, waived=False) is None

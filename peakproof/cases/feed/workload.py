@@ -102,3 +102,17 @@ class FeedWorkload:
                 "accounts above the threshold": sum(1 for x in self.followers if x > self.threshold),
                 "steady fan-out (writes/s)": round(self.steady, 2), "consumer capacity 3x steady (writes/s)":
                     round(self.capacity, 2), "write work below the threshold (writes/s)": round(self.write_work, 2)}
+
+
+SMALL_GRAPH = 25_000  # follows the harness sends one at a time unasked, for a driver without bulk loading
+
+
+def graph_unfit(follows: int, scale: float, waived: bool) -> str | None:
+    """Why a graph of ``follows`` cannot go one follow at a time at ``scale`` (None: it can), with the
+    scale that fits and the waiver that sends it all the same (``--without bulk_graph``)."""
+    if follows <= SMALL_GRAPH or waived:
+        return None
+    fits = scale * SMALL_GRAPH / follows
+    return (f"at --scale {scale:g} the graph is {follows:,} follows and the harness sends at most {SMALL_GRAPH:,} one "
+            f"at a time unasked: run at --scale {fits:.2g} or below (about {SMALL_GRAPH:,} follows), or state "
+            f"--without bulk_graph to send all {follows:,} one at a time, 32 at once")
