@@ -61,16 +61,16 @@ def steps(d: Any, spec: Any, offered: Callable[[str], bool]) -> Iterator[Step]:
         yield Step("put_recipient", expect="the 'setup' capability (put_recipient)", holds=False,
                    detail="without it no scenario and no property can run")
         return
-    op = d.put_recipient(rid, ["push", "sms", "email"], {"push_token": f"tok{run}", "phone": "+905550000000",
+    op = d.put_recipient(rid, ["push", "sms", "email"], {"push_token": f"tok{run}", "phone": f"+90{int(run[:5], 16) % 100_000:05d}0000000",
                                                         "email": f"{run}@example.com"})
     yield Step(f"put_recipient({rid!r}, push > sms > email)", op, "ok", op.type == OK)
     op = d.notify(ev, rid, "urgent", "Güvenlik kodu", "driver check")
     nid = op.value.get("notification_id") if op.type == OK else None
-    yield Step("notify(urgent)", op, "ok, with notification_id and a status", op.type == OK and bool(nid))
+    yield Step("notify(urgent)", op, "ok, with notification_id and a status", op.type == OK and nid is not None)
     again = d.notify(ev, rid, "urgent", "Güvenlik kodu", "driver check")
     yield Step("notify again, same (event, recipient)", again, f"ok, the same notification {nid!r}",
                again.type == OK and again.value.get("notification_id") == nid)
-    if nid:
+    if nid is not None:  # an id is opaque: 0 is one
         deadline = time.time() + 15
         op = d.get_notification(nid)
         while op.type == OK and op.value.get("status") in ("queued", "sending") and time.time() < deadline:
