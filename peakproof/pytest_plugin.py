@@ -307,7 +307,12 @@ def _header(config: pytest.Config) -> str | None:
     if url is None and loaded() is None:
         return None
     where = url or f"in-process reference target (policy {config.getoption('--policy') or 'the case default'})"
-    return f"peakproof: target {where}; hypothesis profile {loaded() or 'not loaded by peakproof'}"
+    profile = loaded()
+    if profile is None:  # loaded when the properties are collected: name the one HYPOTHESIS_PROFILE asks for
+        import os
+
+        profile = f"{os.environ.get('HYPOTHESIS_PROFILE', 'dev')} (HYPOTHESIS_PROFILE; loaded with the properties)"
+    return f"peakproof: target {where}; hypothesis profile {profile}"
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

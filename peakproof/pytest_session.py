@@ -228,11 +228,17 @@ class PropertiesSession:
         waived = waived_checks(config)
         lacking = {check for case in all_cases().values() for cap in case.capabilities if cap.name in self.lacking
                    for check in cap.checks}
+        fed_by = {check: cap.name for case in all_cases().values() for cap in case.capabilities for check in cap.checks}
+
+        def waiver(name: str) -> str:  # only a capability's checks can be waived: name the flag, or say none
+            if name in fed_by:
+                return f"; if your service has no {fed_by[name]}, --without {fed_by[name]} waives it"
+            return "; it is a promise of the design itself: no option waives it"
         return [f"{name}: no chance to fail over the whole property run (no {kind or 'operation that could violate it'} "
                 f"in any history it judged): this run could not have caught its bug; "
                 + (f"no run with these settings can: {self.unreachable[name]}" if name in self.unreachable else
                    "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
-                + ", --without waives it"
+                + waiver(name)
                 for name, (n, kind) in sorted(self.chances.in_properties.items())
                 if not n and name not in waived and name not in lacking]
 
