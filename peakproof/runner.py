@@ -388,7 +388,7 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
                     reasons=[f"pytest exited {proc.returncode} without a result: {proc.stderr.strip()[-300:]}"])
     res = StageResult.load(result)
     if res.outcome != "PASS":
-        print(last_lines(proc.stdout, 6000) if res.outcome == "FAIL" else
+        print(failures_of(proc.stdout) if res.outcome == "FAIL" else
               last_lines(proc.stdout, 3000) + last_lines(proc.stderr, 2000))
     chances = res.data.get("chances", {})
     if any(chances.values()):  # a PASS says what it rests on, as the load's checks do
@@ -398,6 +398,13 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
         took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
     return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons,
                 junit_cases=junit.pytest_cases(own_junit, f"peakproof.{case.name}.properties"))
+
+
+def failures_of(text: str) -> str:
+    """pytest's report from its FAILURES section on, whole: the violating run's history in full (its tail
+    alone left out the operations that led to the violation)."""
+    at = text.find("= FAILURES =")
+    return text[text.rfind("\n", 0, at) + 1:] if at >= 0 else last_lines(text, 6000)
 
 
 def last_lines(text: str, limit: int) -> str:

@@ -97,3 +97,13 @@ def test_an_auto_time_scale_held_back_by_its_cap_says_so_and_which_knob_loads_th
     fitted, text = fit_load(feed, RunSpec(case="feed", scale=0.01, time_scale="auto",
                                           target_url="http://127.0.0.1:9/feed"), roomy)
     assert "capped" not in text and fitted.time_scale < feed.default_time_scale, text  # ...and only when it binds
+
+
+def test_a_failed_properties_stage_prints_its_failures_whole_not_their_tail() -> None:
+    from peakproof.runner import failures_of
+
+    history = "\n".join(f"  op {i}: reserve ... ok" for i in range(2_000))
+    out = f"collected 3 items\n...F\n==== FAILURES ====\n____ test_x ____\nthe violating run's history:\n{history}\n== 1 failed =="
+    shown = failures_of(out)
+    assert shown.startswith("==== FAILURES ====") and "op 0:" in shown and "op 1999:" in shown
+    assert "collected" not in shown
