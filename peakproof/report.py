@@ -175,7 +175,8 @@ def render(r: RunReport) -> str:
         for res in group:
             if res.examples:
                 parts.append(f"<h3>{html.escape(res.name)}: examples</h3><pre>"
-                             + html.escape("\n".join(repr(e) for e in res.examples[:5])) + "</pre>")
+                             + html.escape("\n".join(e if isinstance(e, str) else repr(e)  # a story reads as told
+                                                     for e in res.examples[:5])) + "</pre>")
     parts.append("</body></html>")
     return "".join(parts)
 

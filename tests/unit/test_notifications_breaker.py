@@ -170,3 +170,12 @@ def test_each_run_s_recipients_get_addresses_of_their_own() -> None:
     assert len(set(addresses(one))) == len(addresses(one))  # never one address for two recipients
     assert not set(addresses(one)) & set(addresses(two))  # never the last run's
     assert [p[:2] + p[3:] for p in one] == [p[:2] + p[3:] for p in people]  # the same recipients otherwise
+
+
+def test_a_blamed_breaker_comes_with_the_channel_s_calls_the_inferred_state_and_the_address() -> None:
+    r = breaker_counts_only_transient(suppressed_analysis(a_dead_address_burst(then="email"), suppression_list=False))
+    story = r.examples[0]
+    assert isinstance(story, str) and story.startswith("sms as the harness saw it"), story
+    assert story.count(": permanent") == FAILURES + 1 and ": answered" in story  # the burst and the healthy calls
+    assert "0 transient failures" in story and f"opens at {FAILURES}" in story
+    assert "could not be open" in story and "answered permanent" in story, story

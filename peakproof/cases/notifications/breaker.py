@@ -38,6 +38,33 @@ def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
 DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's arrival, at most
 
 
+class ChannelStory(str):
+    """A breaker verdict a reader can follow: the channel's calls the harness saw before a violating first
+    call (when each arrived and was heard, relative to it, and how it ended), the window and state the
+    stated rules infer, and the recipient's address on the channel. Shown in the report as it reads."""
+
+
+def channel_story(a: NotificationsAnalysis, channel: str, recipient_id: str, at: float,
+                  calls: int = 12) -> ChannelStory:
+    heard = a._heard.get(channel, [])
+    before = [h for h in heard if h[0] < at][-calls:]
+    lines = [f"{channel} as the harness saw it before the call at {at:.3f} (times relative to that call):"]
+    lines += [f"  arrived {arrived - at:+8.3f} s, heard {h - at:+8.3f} s: {kind}" for h, arrived, kind in before]
+    if not before:
+        lines.append("  (no call to it was heard before)")
+    lines.append(f"  the stated breaker's window: {_transient_before(a, channel, at)} transient failures (lost answers "
+                 f"included) in its last {a.breaker_window} calls; it opens at {a.breaker_min_failures}, stays open "
+                 f"{a.breaker_cool_down:g} s before a probe")
+    lines.append(f"  inferred: a fair breaker could {'' if _could_be_open(a, channel, at) else 'not '}be open or "
+                 f"probing then")
+    dead = a.dead_since(recipient_id, channel, at)
+    lines.append(f"  {recipient_id!r}'s address on {channel}: "
+                 + (f"answered permanent {at - dead:.2f} s before" if dead is not None else "never answered permanent"))
+    lines.append("  the service's own breaker state: its transitions (the report's breaker chart, where the driver "
+                 "offers breakers()) or its log, to hold against the inferred state above")
+    return ChannelStory("\n".join(lines))
+
+
 def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     """Could the channel's breaker fairly be open (or probing) when the target chose a channel for
     the call that arrived at ``at``? Over a live target: never after permanent answers alone, nor on
@@ -186,7 +213,7 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
             v.add(f"event {key[0]!r}: the first call went to {first['channel']}, not the preferred {preferred}, "
                   f"though {preferred} had failed transiently only "
                   f"{_transient_before(a, preferred, first['at'])} times in its last {a.breaker_window} calls"
-                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", channel_story(a, preferred, key[1], first["at"]))
     return v.result("preference_respected", {"first_calls": firsts}, chances=firsts,
                     chance_kind="first calls of recipients with a preference")
 
@@ -267,12 +294,12 @@ def breaker_counts_only_transient(a: NotificationsAnalysis) -> CheckResult:
             v.add(f"{preferred} was skipped for event {key[0]!r} after {counted} failures in its last {n_counted} "
                   f"calls counting permanent ones, and only {transient} transient failures in its last "
                   f"{a.breaker_window} calls that were not permanent: the breaker counted permanent failures"
-                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", channel_story(a, preferred, key[1], first["at"]))
         elif skipped:
             v.add(f"{preferred} was skipped for event {key[0]!r} after its breaker's probe came back permanent "
                   f"(the channel answered: a fair breaker closes), with only {transient} transient failures in its "
                   f"last {a.breaker_window} calls: the breaker counted a permanent failure and reopened"
-                  f"{a.skip_hint(key[1], preferred, first['at'])}", first)
+                  f"{a.skip_hint(key[1], preferred, first['at'])}", channel_story(a, preferred, key[1], first["at"]))
     return v.result("breaker_counts_only_transient", {"preferred_channel_skips": skips}, chances=chances,
                     chance_kind="first calls while permanent failures alone would open a breaker")
 
