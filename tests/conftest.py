@@ -199,7 +199,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             _HELD.clear()
 
 
-TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "properties")
+TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "tests/stacks", "properties")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -102,6 +102,13 @@ class Stack:
     def gunicorn(self, app: str, port: int, workers: int, env: dict[str, str], cwd: Path,
                  threads: int = 1, timeout: float = 60) -> subprocess.Popen:
         """gunicorn serving ``app`` (``module:callable``) on 127.0.0.1:port with real worker processes."""
+        with socket.socket() as s:  # a port someone else holds would answer wait_for_port for a gunicorn that died
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError as exc:
+                raise ComponentFailed(f"gunicorn: 127.0.0.1:{port} is in use ({exc}); pick another --port") from exc
+        # gunicorn 23+ opens one control socket per user (~/.gunicorn/gunicorn.ctl): stacks side by side shared it
+        env = {**env, "GUNICORN_CMD_ARGS": (env.get("GUNICORN_CMD_ARGS", "") + " --no-control-socket").strip()}
         proc = self.start("gunicorn", [sys.executable, "-m", "gunicorn", app, "--bind", f"127.0.0.1:{port}",
                                        "--workers", str(workers), "--threads", str(threads),
                                        "--worker-class", "gthread" if threads > 1 else "sync",
