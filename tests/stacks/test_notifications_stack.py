@@ -29,11 +29,11 @@ pytestmark = [pytest.mark.http, pytest.mark.slow]
 
 DRIVER = "examples/stacks/notifications/driver.py:Beacon"
 # Beacon's rules, as its team states them (the launcher's defaults): 3 calls per notification; the next
-# round 1 s after a transient failure or an unanswered call, 0.2 s after a 422 (the next channel need not
+# round 0.5 s after a transient failure or an unanswered call, 0.2 s after a 422 (the next channel need not
 # wait); 0.5 s for a provider's answer; a breaker per channel that opens at 8 transient failures among
 # its last 20 calls, 3 s before a probe; a suppression list (an address answered 422 is never called
 # again: later notifications start at the next channel).
-RULES = ["--budget", "3", "--backoff", "1.0", "--backoff-after-permanent", "0.2", "--answer-timeout", "0.5",
+RULES = ["--budget", "3", "--backoff", "0.5", "--backoff-after-permanent", "0.2", "--answer-timeout", "0.5",
          "--breaker-window", "20", "--breaker-failures", "8", "--breaker-cool-down", "3", "--suppression-list"]
 # a short peak: 174 notifications/s for 5 s, the generator's rate stated (its calibration is tested elsewhere)
 LOAD = ["--scale", "0.1", "--duration", "5", "--calibrated-rate", "1000"]
@@ -91,7 +91,7 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
     summary = [line for line in text.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
     assert out.returncode == 0, text[-6000:] + logs(folder)
     assert summary and "passed" in summary[-1] and "failed" not in summary[-1], text[-3000:]
-    assert "backoff (s): 1" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
+    assert "backoff (s): 0.5" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
 
 
 def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], provider_url: str) -> None:

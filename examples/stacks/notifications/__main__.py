@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--urgent-workers", type=int, default=3, help="the urgent queue's worker processes (3)")
     p.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes (2, 4 threads each)")
     p.add_argument("--budget", type=int, default=3, help="provider calls per notification (3)")
-    p.add_argument("--backoff", type=float, default=1.0, help="s before the next round after a transient failure (1)")
+    p.add_argument("--backoff", type=float, default=0.5, help="s before the next round after a transient failure (0.5)")
     p.add_argument("--backoff-after-permanent", type=float, default=0.2, help="s before the next round after a 422 (0.2)")
     p.add_argument("--answer-timeout", type=float, default=0.5, help="s a provider has to answer (0.5)")
     p.add_argument("--breaker-window", type=int, default=20, help="a channel's breaker looks at its last N calls (20)")
@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> None:
                "BEACON_BACKOFF_AFTER_PERMANENT": str(args.backoff_after_permanent),
                "BEACON_ANSWER_TIMEOUT": str(args.answer_timeout), "BEACON_BREAKER_WINDOW": str(args.breaker_window),
                "BEACON_BREAKER_FAILURES": str(args.breaker_failures),
-               "BEACON_BREAKER_COOL_DOWN": str(args.breaker_cool_down), "PYTHONUNBUFFERED": "1"}
+               "BEACON_BREAKER_COOL_DOWN": str(args.breaker_cool_down), "PYTHONUNBUFFERED": "1",
+               # keep idle client connections 75 s (gunicorn's default, 2 s, closes them under a client that
+               # reuses one a moment later: a reset), as behind any load balancer with a 60 s idle timeout
+               "GUNICORN_CMD_ARGS": "--keep-alive 75"}
         for name, queue, n in (("worker-default", "default", args.workers), ("worker-urgent", "urgent", args.urgent_workers)):
             stack.start(name, [sys.executable, "-m", "celery", "-A", TASKS, "worker", "-Q", queue, "-n", f"{queue}@%h",
                                "--pool", "prefork", "--concurrency", str(n), "--loglevel", "INFO",

@@ -14,9 +14,12 @@ per call, is what the team states to its tests: ``--breaker-window N --breaker-f
 
 from __future__ import annotations
 
+import logging
 import time
 
 import redis
+
+log = logging.getLogger("beacon.breaker")
 
 # KEYS: state hash, window list. ARGV: now. Returns 1 if a call may go to the channel now.
 _ALLOWS = """
@@ -30,24 +33,25 @@ end
 -- half-open: one probe at a time (a probe that never reports back frees the token after a while)
 if now < tonumber(redis.call('HGET', KEYS[1], 'probe_until') or '0') then return 0 end
 redis.call('HSET', KEYS[1], 'probe_until', now + tonumber(ARGV[2]))
-return 1
+return 2
 """
 
 # KEYS: state hash, window list. ARGV: failed (1; 0 an answer; -1 a 422: it answers a probe, it is not counted),
-# window, failures, cool_down, now.
+# window, failures, cool_down, now, probe (1: this call was the half-open breaker's probe).
 _RECORD = """
 local state = redis.call('HGET', KEYS[1], 'state') or 'closed'
 local failed, now = tonumber(ARGV[1]), tonumber(ARGV[5])
 if state == 'half_open' then
+  if ARGV[6] ~= '1' then return 'unchanged' end  -- only the probe's own answer settles it
   redis.call('DEL', KEYS[2])
   if failed == 1 then
     redis.call('HSET', KEYS[1], 'state', 'open', 'open_until', now + tonumber(ARGV[4]))
-    return 'open'
+    return 'reopened'
   end
   redis.call('HSET', KEYS[1], 'state', 'closed')
   return 'closed'
 end
-if state == 'open' or failed == -1 then return state end
+if state == 'open' or failed == -1 then return 'unchanged' end
 redis.call('LPUSH', KEYS[2], failed)
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
 local count = 0
@@ -55,9 +59,9 @@ for _, v in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do count = count + tonu
 if count >= tonumber(ARGV[3]) then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'state', 'open', 'open_until', now + tonumber(ARGV[4]))
-  return 'open'
+  return 'opened'
 end
-return 'closed'
+return 'unchanged'
 """
 
 
@@ -71,14 +75,20 @@ class Breakers:
     def _keys(channel: str) -> list[str]:
         return [f"beacon:breaker:{channel}", f"beacon:breaker:{channel}:window"]
 
-    def allows(self, channel: str) -> bool:
-        """May a call go to ``channel`` now? (Half-open: True for the one probe only.)"""
-        return bool(self._allows(keys=self._keys(channel), args=[time.time(), self.probe_hold]))
+    def allows(self, channel: str) -> int:
+        """May a call go to ``channel`` now? 0 no, 1 yes, 2 yes as the half-open breaker's one probe."""
+        answer = int(self._allows(keys=self._keys(channel), args=[time.time(), self.probe_hold]))
+        if answer == 2:
+            log.info("breaker %s: half-open, this call is its probe", channel)
+        return answer
 
-    def record(self, channel: str, outcome: str) -> str:
+    def record(self, channel: str, outcome: str, probe: bool = False) -> str:
         """Tell the breaker a call's outcome (``ok``, ``transient``, ``unknown``; ``permanent`` is not
-        counted); its state after it."""
+        counted, but answers a probe); what it did: opened, reopened, closed or unchanged."""
         failed = -1 if outcome == "permanent" else 1 if outcome in ("transient", "unknown") else 0
-        state = self._record(keys=self._keys(channel),
-                             args=[failed, self.window, self.failures, self.cool_down, time.time()])
-        return state.decode() if isinstance(state, bytes) else str(state)
+        done = self._record(keys=self._keys(channel),
+                            args=[failed, self.window, self.failures, self.cool_down, time.time(), int(probe)])
+        done = done.decode() if isinstance(done, bytes) else str(done)
+        if done != "unchanged":
+            log.info("breaker %s: %s (after a call that ended %s)", channel, done, outcome)
+        return done

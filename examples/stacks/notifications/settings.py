@@ -39,7 +39,7 @@ def load() -> Settings:
         redis_url=env["BEACON_REDIS_URL"],
         provider_url=env["BEACON_PROVIDER_URL"].rstrip("/"),
         budget=int(env.get("BEACON_BUDGET", "3")),
-        backoff=float(env.get("BEACON_BACKOFF", "1.0")),
+        backoff=float(env.get("BEACON_BACKOFF", "0.5")),
         backoff_after_permanent=float(env.get("BEACON_BACKOFF_AFTER_PERMANENT", "0.2")),
         answer_timeout=float(env.get("BEACON_ANSWER_TIMEOUT", "0.5")),
         breaker_window=int(env.get("BEACON_BREAKER_WINDOW", "20")),

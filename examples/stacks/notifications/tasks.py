@@ -45,8 +45,9 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     broker_transport_options={
         "visibility_timeout": S.visibility_timeout,
-        # sweep for unacknowledged messages every second (kombu's default: every 100 s)
-        "unacked_restore_interval": 1, "unacked_restore_throttle": 1,
+        # sweep for messages unacknowledged beyond the visibility timeout 4 times a second (kombu's
+        # default: every 100 s): a task a dead worker held goes back to the queue at once
+        "unacked_restore_interval": 0.25, "unacked_restore_throttle": 1,
     },
     worker_hijack_root_logger=False,
 )
@@ -82,6 +83,7 @@ class Round:
     priority: str
     title: str
     body: str
+    probe: bool = False  # the call is its channel's half-open breaker's probe
 
 
 def cascade(recipient: dict) -> list[str]:
@@ -104,6 +106,7 @@ def claim(notification_id: int) -> Round | None:
         if len(attempts) >= S.budget:
             _finish(conn, notification_id, last)
             return None
+        probe = False
         if last is not None and last["result"] == "no_answer":
             channel = last["channel"]  # maybe delivered: the same channel, the same key
         else:
@@ -118,14 +121,18 @@ def claim(notification_id: int) -> Round | None:
             if not candidates:
                 _finish(conn, notification_id, last)
                 return None
-            b = breakers()
-            channel = next((c for c in candidates if b.allows(c)), candidates[0])
+            channel = candidates[0]  # every breaker open: the round goes to the first all the same
+            for c in candidates:
+                allowed = breakers().allows(c)
+                if allowed:
+                    channel, probe = c, allowed == 2
+                    break
         seq = len(attempts) + 1
         attempt_id = conn.execute("INSERT INTO attempts (notification_id, seq, channel) VALUES (%s, %s, %s) RETURNING id",
                                   (notification_id, seq, channel)).fetchone()["id"]
         conn.execute("UPDATE notifications SET state = 'SENDING' WHERE id = %s AND state = 'QUEUED'", (notification_id,))
     return Round(notification_id, attempt_id, seq, channel, r[providers.ADDRESS[channel]], n["event_id"],
-                 n["recipient_id"], n["priority"], n["title"], n["body"])
+                 n["recipient_id"], n["priority"], n["title"], n["body"], probe)
 
 
 def _finish(conn, notification_id: int, last: dict | None) -> None:
@@ -158,7 +165,7 @@ def deliver(self, notification_id: int) -> str:
         return "finished"
     outcome = providers.send(S.provider_url, rnd.channel, rnd.address, rnd.event_id, rnd.recipient_id,
                              rnd.title, rnd.body, S.answer_timeout)
-    breakers().record(rnd.channel, outcome)
+    breakers().record(rnd.channel, outcome, rnd.probe)
     record(rnd, outcome)
     log.info("notification %s round %s via %s: %s", notification_id, rnd.seq, rnd.channel, outcome)
     if outcome == "ok" or rnd.seq >= S.budget:
