@@ -89,7 +89,13 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
                          env=env)
     text = out.stdout + out.stderr
     summary = [line for line in text.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
-    assert out.returncode == 0, text[-6000:] + logs(folder)
+    unexercised = re.findall(r"^  (\w+): no chance to fail over the whole property run", text, re.M)
+    # Exit 6 (a check never given a chance) is accepted for breaker_counts_only_transient alone: its chance is a
+    # burst of 422s on one channel, and a suppression list (stated) rightly calls a dead address once, so the
+    # properties' burst to a dead address makes one 422, not a burst; whether other dead addresses make one is
+    # chance. The peak below gives it its chances (tens of first calls) and judges it.
+    assert out.returncode == 0 or (out.returncode == 6 and unexercised == ["breaker_counts_only_transient"]), (
+        text[-6000:] + logs(folder))
     assert summary and "passed" in summary[-1] and "failed" not in summary[-1], text[-3000:]
     assert "backoff (s): 0.5" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
 
@@ -97,14 +103,21 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
 def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], provider_url: str) -> None:
     """``peakproof run`` with the rules stated: the load stage (the properties ran above)."""
     url, folder = stack
-    out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url", provider_url,
-                    *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS, timeout=300)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
+                         provider_url, *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS, timeout=300)
+
+    out = run()
+    if out.returncode == 2:  # undecided (a machine too busy, a breaker that fell due at the run's end): once more,
+        out = run()          # as the verdict advises; a FAIL is never run again
     assert out.returncode == 0, verdict_of(out) + logs(folder)
     assert "peakproof verdict for notifications: PASS" in out.stdout, verdict_of(out)
     verdict = verdict_of(out)
     assert "[ok] load scenario notifications-peak" in verdict, verdict
     for check in ("one_delivery_per_event", "preference_respected", "attempt_budget_respected",
-                  "no_retry_after_permanent_on_same_channel", "urgent_first_outside_a_backlog"):
+                  "no_retry_after_permanent_on_same_channel", "breaker_counts_only_transient",
+                  "urgent_first_outside_a_backlog"):
         assert f"[ok] {check}:" in verdict, (check, verdict)
 
 

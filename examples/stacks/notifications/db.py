@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     notification_id bigint NOT NULL REFERENCES notifications (id),
     seq             int NOT NULL,
     channel         text NOT NULL,
+    idempotency_key text NOT NULL,
     result          text NOT NULL DEFAULT 'in_flight'
                     CHECK (result IN ('in_flight', 'delivered', 'retryable', 'rejected', 'no_answer')),
     started_at      timestamptz NOT NULL DEFAULT clock_timestamp(),

@@ -3,7 +3,7 @@
 200 delivered; 503 (or 429, or a refused connection) transient: try again later; 422 permanent:
 that address is dead on that channel (it goes on the suppression list); no answer within the
 answer timeout: unknown, maybe delivered, so the next call goes to the same channel with the same
-``Idempotency-Key`` (event, recipient) and the provider deduplicates.
+``Idempotency-Key`` and the provider deduplicates.
 """
 
 from __future__ import annotations
@@ -70,10 +70,9 @@ def _http() -> requests.Session:
     return _session[1]
 
 
-def send(base_url: str, channel: str, to: str, event_id: str, recipient_id: str, title: str, body: str,
+def send(base_url: str, channel: str, key: str, to: str, event_id: str, recipient_id: str, title: str, body: str,
          answer_timeout: float) -> str:
-    """One provider call: ``ok``, ``transient``, ``permanent`` or ``unknown``."""
-    key = f"{event_id}/{recipient_id}"  # (event, recipient): the same for every call of one notification
+    """One provider call under ``key`` (``Idempotency-Key``): ``ok``, ``transient``, ``permanent`` or ``unknown``."""
     doc = {"to": to, "event_id": event_id, "recipient_id": recipient_id, "idempotency_key": key,
            "message": render(channel, title, body)}
     try:

@@ -7,7 +7,7 @@ to ``default``. A round (one provider call) happens in three steps:
    channel (the recipient's preferences, then any other channel they have an address for; never a
    channel whose address is on the suppression list or answered 422; the same channel again after an
    answer that never came; a channel whose breaker is open is skipped), an ``attempts`` row;
-2. call the provider (``providers.send``: an answer timeout, the (event, recipient) idempotency key);
+2. call the provider (``providers.send``: an answer timeout, an idempotency key made of (event, recipient));
 3. record the outcome; if not delivered and budget is left, ``self.retry(countdown=...)``: Celery's
    own retry machinery, ``backoff`` s after a transient failure or no answer, ``backoff_after_permanent``
    after a 422 (the next channel need not wait).
@@ -77,6 +77,7 @@ class Round:
     attempt_id: int
     seq: int
     channel: str
+    key: str  # the provider's Idempotency-Key for this call
     address: str
     event_id: str
     recipient_id: str
@@ -127,11 +128,16 @@ def claim(notification_id: int) -> Round | None:
                 if allowed:
                     channel, probe = c, allowed == 2
                     break
+        # The key names one send the provider may have taken: the same after an answer that never came (it
+        # may have delivered: the provider deduplicates), a new one after a 503 on that channel (it took nothing),
+        # so a cascade that comes back to a channel in its last round sends afresh.
+        refused = sum(1 for a in attempts if a["channel"] == channel and a["result"] == "retryable")
+        key = f"{n['event_id']}/{n['recipient_id']}" + (f"/{refused}" if refused else "")
         seq = len(attempts) + 1
-        attempt_id = conn.execute("INSERT INTO attempts (notification_id, seq, channel) VALUES (%s, %s, %s) RETURNING id",
-                                  (notification_id, seq, channel)).fetchone()["id"]
+        attempt_id = conn.execute("INSERT INTO attempts (notification_id, seq, channel, idempotency_key) "
+                                  "VALUES (%s, %s, %s, %s) RETURNING id", (notification_id, seq, channel, key)).fetchone()["id"]
         conn.execute("UPDATE notifications SET state = 'SENDING' WHERE id = %s AND state = 'QUEUED'", (notification_id,))
-    return Round(notification_id, attempt_id, seq, channel, r[providers.ADDRESS[channel]], n["event_id"],
+    return Round(notification_id, attempt_id, seq, channel, key, r[providers.ADDRESS[channel]], n["event_id"],
                  n["recipient_id"], n["priority"], n["title"], n["body"], probe)
 
 
@@ -163,7 +169,7 @@ def deliver(self, notification_id: int) -> str:
     rnd = claim(notification_id)
     if rnd is None:
         return "finished"
-    outcome = providers.send(S.provider_url, rnd.channel, rnd.address, rnd.event_id, rnd.recipient_id,
+    outcome = providers.send(S.provider_url, rnd.channel, rnd.key, rnd.address, rnd.event_id, rnd.recipient_id,
                              rnd.title, rnd.body, S.answer_timeout)
     breakers().record(rnd.channel, outcome, rnd.probe)
     record(rnd, outcome)
