@@ -400,6 +400,12 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
                 junit_cases=junit.pytest_cases(own_junit, f"peakproof.{case.name}.properties"))
 
 
+def failures_from(text: str, marker: str, limit: int = 12_000) -> str:
+    """``text`` from the line that holds ``marker`` on (at most ``limit`` characters), else its last lines."""
+    at = text.find(marker)
+    return text[text.rfind("\n", 0, at) + 1:][:limit] if at >= 0 else last_lines(text, 3000)
+
+
 def failures_of(text: str) -> str:
     """pytest's report from its FAILURES section on, whole: the violating run's history in full (its tail
     alone left out the operations that led to the violation)."""
@@ -484,6 +490,8 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
     cpu = tenancy_line(res.data.get("tenancy")) + conditions_changed(cal, res.data.get("tenancy"))
     print(f"peakproof: {scenario}: {cpu}", flush=True)
     outcome, reasons = Outcome[res.outcome], list(res.reasons)
+    if any(r.startswith("harness error") for r in reasons):  # the traceback Locust's process printed, whole
+        print(failures_from(proc.stderr, "a harness error (INCONCLUSIVE), its traceback"), flush=True)
     if outcome.exit_code != proc.returncode:  # Locust itself said something else went wrong
         reasons.append(f"Locust exited {proc.returncode} where the verdict says {outcome.exit_code}: "
                        f"{proc.stderr.strip()[-300:]}")

@@ -5,6 +5,7 @@ is the run's (judged here once; every reader after reads it). No Locust import.
 
 from __future__ import annotations
 
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,8 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
               "placement": spec.placement or "not stated (Locust run directly)",
               "the machine's CPU by tenant": rec.tenancy.sentence() if rec.tenancy else "not measured",
               "the target's processes": rec.tenancy.target_sentence() if rec.tenancy else "not measured"}
+    for error in harness_errors:  # the whole traceback on the console, not only in the HTML (its last line is the verdict's)
+        print(f"peakproof: {sc.name}: a harness error (INCONCLUSIVE), its traceback:\n{error}", file=sys.stderr, flush=True)
     rules = stated_rules(sc, spec)
     if rules and not any("rules" in k for k in params):
         params["the target's rules (judged by)"] = rules

@@ -117,14 +117,16 @@ def test_the_inbox_cap_is_judged_on_what_the_target_reports_and_unknown_without_
     assert inbox_capped(FeedAnalysis(h2.history, inbox_cap=2)).valid == "unknown"
 
 
-def test_bulk_follows_count_as_one_follow_per_pair() -> None:
-    h = HandHistory()
-    h.at(0).ok("follow_many", {"pairs": [("a", "b"), ("c", "b")]}, {"added": 2})
-    p = post("p1", "b", 1.0)
-    h.at(1).ok("publish", {"author_id": "b", "text": "x"}, p)
-    read = h.at(2).ok("read", read_args("c"), page([p]))
-    a = FeedAnalysis(h.history)
-    assert a.followed_ever(read) == {"b"} and feed_matches_pull_model(a).valid is True
+def test_bulk_follows_count_as_one_follow_per_pair_recorded_as_tuples_or_as_json_lists() -> None:
+    for pairs in ([("a", "b"), ("c", "b")], [["a", "b"], ["c", "b"]]):  # a driver that records its JSON body's lists
+        h = HandHistory()
+        h.at(0).ok("follow_many", {"pairs": pairs}, {"added": 2})
+        h.at(0.5).ok("unfollow", {"user_id": "a", "followee_id": "b"}, {})
+        p = post("p1", "b", 1.0)
+        h.at(1).ok("publish", {"author_id": "b", "text": "x"}, p)
+        read = h.at(2).ok("read", read_args("c"), page([p]))
+        a = FeedAnalysis(h.history)
+        assert a.followed_ever(read) == {"b"} and feed_matches_pull_model(a).valid is True
 
 
 # -- the load runs' checks: visibility lag, its charts, the fault scenarios' checks ------------------------

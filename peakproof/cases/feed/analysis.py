@@ -229,8 +229,8 @@ class FeedAnalysis:
 
 
 def _pairs(op: Op) -> Any:
-    if op.f == "follow_many":
-        return op.args.get("pairs", ())  # (user, followee) pairs, as recorded
+    if op.f == "follow_many":  # (user, followee) pairs, as recorded: a list of two (JSON's) is a pair too
+        return [tuple(p) for p in op.args.get("pairs", ())]
     if op.f in ("follow", "unfollow"):
         return [(op.args["user_id"], op.args["followee_id"])]
     return []
