@@ -14,7 +14,7 @@
 Errors: ``{"error": {"code": "SOLD_OUT", "message": "..."}}`` with 400 / 401 / 404 / 405 / 409 / 422.
 
 The environment: ``TICKETS_DSN`` (the database), ``TICKETS_ADMIN_KEY``, ``TICKETS_DEFECT``
-(``check-then-act``: the overselling variant, see :func:`_allocate_check_then_act`).
+(``check-then-act``: the overselling variant, see :func:`_hold_checked_on_stale_stock`).
 """
 
 from __future__ import annotations
@@ -149,6 +149,7 @@ def create_hold(slug: str) -> Response:
     event = c.execute("SELECT * FROM events WHERE slug = %s", (slug,)).fetchone()
     if event is None:
         raise ApiError(404, "EVENT_NOT_FOUND", f"no event {slug!r}")
+    defect = os.environ.get("TICKETS_DEFECT") == "check-then-act"
     with c.transaction():
         first = c.execute("""INSERT INTO idempotency_keys (event_id, buyer, key, quantity) VALUES (%s, %s, %s, %s)
                              ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING RETURNING 1""",
@@ -158,8 +159,8 @@ def create_hold(slug: str) -> Response:
                                   WHERE event_id = %s AND buyer = %s AND key = %s""", (event["id"], buyer, key)).fetchone()
         else:
             try:
-                if os.environ.get("TICKETS_DEFECT") == "check-then-act":
-                    status, body = 201, _allocate_check_then_act(c, event, buyer, quantity)
+                if defect:
+                    status, body = 201, _hold_checked_on_stale_stock(c, event, buyer, quantity)
                 else:
                     status, body = 201, _allocate(c, event["id"], buyer, quantity)
             except ApiError as e:
@@ -167,7 +168,11 @@ def create_hold(slug: str) -> Response:
             c.execute("""UPDATE idempotency_keys SET status_code = %s, response = %s
                          WHERE event_id = %s AND buyer = %s AND key = %s""",
                       (status, Jsonb(body), event["id"], buyer, key))
-            return answer(status, body)
+    if first is not None:
+        if defect and status == 201:
+            # THE DEFECT's second half: the allocation, an unconditional increment after the hold's commit
+            c.execute("UPDATE events SET held = held + %s, updated_at = now() WHERE id = %s", (quantity, event["id"]))
+        return answer(status, body)
     if stored is None:  # the event was reset between the two statements: its keys are gone
         raise ApiError(409, "RETRY", "the event was reset while this request ran; send it again")
     if stored["quantity"] != quantity:
@@ -188,18 +193,19 @@ def _allocate(c: db.psycopg.Connection, event_id: int, buyer: str, quantity: int
     return _hold({**row, "slug": event["slug"]})
 
 
-def _allocate_check_then_act(c: db.psycopg.Connection, event: dict[str, Any], buyer: str,
-                             quantity: int) -> dict[str, Any]:
-    """THE DEFECT (``--defect check-then-act``), as it is found in real shops: the stock was checked on the
-    event as read at the start of the request (a plain read, no lock), and the allocation is an
-    unconditional ``held = held + n`` later. Two buyers who read the last units both get them."""
+def _hold_checked_on_stale_stock(c: db.psycopg.Connection, event: dict[str, Any], buyer: str,
+                                 quantity: int) -> dict[str, Any]:
+    """THE DEFECT (``--defect check-then-act``), as it is found in real shops (an ORM's
+    ``event = Event.get(slug)`` ... ``if event.free >= n: Hold.create(...)`` ... ``Event.update(held=F('held') + n)``):
+    the stock is checked on the event as read at the start of the request (a plain read, no lock), the hold
+    is created, and the allocation is an unconditional ``held = held + n`` later, after the hold's commit
+    (``create_hold``). Buyers who read the last units before any of them counted theirs all get them."""
     free = event["capacity"] - event["held"] - event["sold"]
     if free < quantity:
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
     row = c.execute("""INSERT INTO holds (event_id, buyer, quantity, expires_at)
                        VALUES (%s, %s, %s, clock_timestamp() + %s * interval '1 second') RETURNING *""",
                     (event["id"], buyer, quantity, event["hold_window_s"])).fetchone()
-    c.execute("UPDATE events SET held = held + %s, updated_at = now() WHERE id = %s", (quantity, event["id"]))
     return _hold({**row, "slug": event["slug"]})
 
 
