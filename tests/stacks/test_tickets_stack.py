@@ -103,9 +103,13 @@ def decided(run: Callable[[], subprocess.CompletedProcess[str]], tries: int = 3)
     machine's CPU was taken (INCONCLUSIVE naming a neighbour: its own advice is to run again on a quiet
     machine). A PASS is still what the tests ask for: a machine busy every time fails them, saying so."""
     out = run()
-    for _ in range(tries - 1):
+    for attempt in range(2, tries + 1):
         if out.returncode != 2 or not any(c in out.stdout + out.stderr for c in CONTENTION):
             break
+        # shown with the test's output (on a failure, or -rP): why the attempt before was not decided
+        print(f"attempt {attempt - 1} not decided, run again:",
+              *[line for line in out.stdout.splitlines() if "not decided" in line or line.startswith("peakproof verdict")],
+              sep="\n  ")
         time.sleep(5)  # let a neighbour's burst pass
         out = run()
     return out

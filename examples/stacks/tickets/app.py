@@ -162,7 +162,7 @@ def create_hold(slug: str) -> Response:
                 if defect:
                     status, body = 201, _hold_checked_on_stale_stock(c, event, buyer, quantity)
                 else:
-                    status, body = 201, _allocate(c, event["id"], buyer, quantity)
+                    status, body = 201, _allocate(c, event, buyer, quantity)
             except ApiError as e:
                 status, body = e.status, e.body()
             c.execute("""UPDATE idempotency_keys SET status_code = %s, response = %s
@@ -180,16 +180,21 @@ def create_hold(slug: str) -> Response:
     return answer(stored["status_code"], stored["response"])
 
 
-def _allocate(c: db.psycopg.Connection, event_id: int, buyer: str, quantity: int) -> dict[str, Any]:
-    """The reservation, decided on the event row under its lock (inside the caller's transaction)."""
-    event = c.execute("SELECT * FROM events WHERE id = %s FOR NO KEY UPDATE", (event_id,)).fetchone()
+def _allocate(c: db.psycopg.Connection, read: dict[str, Any], buyer: str, quantity: int) -> dict[str, Any]:
+    """The reservation (inside the caller's transaction), checked twice. First on the event as read at the
+    start of the request: that read saw every committed hold, so too few free units there is a true answer
+    at that instant, and a sold-out event refuses its crowd without queueing for its row. Then, to grant,
+    under the event row's lock: the free units checked again, the hold inserted, the count moved."""
+    if read["capacity"] - read["held"] - read["sold"] < quantity:
+        raise ApiError(409, "SOLD_OUT", f"only {max(0, read['capacity'] - read['held'] - read['sold'])} ticket(s) left")
+    event = c.execute("SELECT * FROM events WHERE id = %s FOR NO KEY UPDATE", (read["id"],)).fetchone()
     free = event["capacity"] - event["held"] - event["sold"]
     if free < quantity:
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
     row = c.execute("""INSERT INTO holds (event_id, buyer, quantity, expires_at)
                        VALUES (%s, %s, %s, clock_timestamp() + %s * interval '1 second') RETURNING *""",
-                    (event_id, buyer, quantity, event["hold_window_s"])).fetchone()
-    c.execute("UPDATE events SET held = held + %s, updated_at = now() WHERE id = %s", (quantity, event_id))
+                    (event["id"], buyer, quantity, event["hold_window_s"])).fetchone()
+    c.execute("UPDATE events SET held = held + %s, updated_at = now() WHERE id = %s", (quantity, event["id"]))
     return _hold({**row, "slug": event["slug"]})
 
 
@@ -199,7 +204,8 @@ def _hold_checked_on_stale_stock(c: db.psycopg.Connection, event: dict[str, Any]
     ``event = Event.get(slug)`` ... ``if event.free >= n: Hold.create(...)`` ... ``Event.update(held=F('held') + n)``):
     the stock is checked on the event as read at the start of the request (a plain read, no lock), the hold
     is created, and the allocation is an unconditional ``held = held + n`` later, after the hold's commit
-    (``create_hold``). Buyers who read the last units before any of them counted theirs all get them."""
+    (``create_hold``). Buyers who read the last units before any of them counted theirs all get them. It is
+    :func:`_allocate` without its second check, the one under the lock."""
     free = event["capacity"] - event["held"] - event["sold"]
     if free < quantity:
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
