@@ -333,7 +333,12 @@ class OverHttp(SendsNotifications):
         # still open from an earlier fault, or opened by its own timeouts), the moment is not clean
         # and the step ends without the last three.
         clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_window), "to a live address")
-        if clean:
+        if clean and self.rules.suppression_list:
+            # a suppression list calls a dead address once: the permanent failures come from as many
+            # recipients, each with a dead address of its own on the channel; the three after them go
+            # to ``who``, whose address there lives (a breaker that counted them skips it all the same)
+            clean = self.dead_addresses_one_each(channel, min(40, self.rules.breaker_min_failures + 1))
+        elif clean:
             self.the_nemesis_strikes(("dead_address", (who, channel)))
             clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
         if not clean:
@@ -344,6 +349,40 @@ class OverHttp(SendsNotifications):
             self.send(who, False, "Hatırlatma", "to a dead address")
         time.sleep(0.3)
         self.the_nemesis_rests()
+
+    def dead_addresses_one_each(self, channel: str, n: int) -> bool:
+        """``n`` recipients who prefer ``channel``, each with an address of its own there, dead; one reminder
+        each, until the providers answered them all on ``channel`` (bounded; False if not in time)."""
+        tag = uuid.uuid4().hex[:6]
+        prefs = [channel] + [c for c in CHANNELS if c != channel]
+        rids, dead_here = [], []
+        for i in range(n):
+            rid = f"{self.run}dead{tag}-{i}"
+            addresses = {"push_token": f"tokdead{tag}{i}", "phone": f"+90{int(tag[:5], 16) % 100_000:05d}{i:07d}",
+                         "email": f"dead{tag}{i}@example.com"}
+            op = self.d.put_recipient(rid, prefs, addresses)
+            self.expect(op.type == OK, f"a valid recipient must be accepted. Actual: {op!r}")
+            rids.append(rid)
+            dead_here.append(addresses[ADDRESS_FIELD[channel]])
+        dead = {c: list(a) for c, a in self.faults.get("dead", {}).items()}
+        dead.setdefault(channel, []).extend(dead_here)
+        self.faults["dead"] = dead
+        op = nemesis.inject(self.d.history, "dead_address",
+                            lambda: self.providers.config(replace=False, dead=dead).type == OK,
+                            recipients=rids, channel=channel)
+        assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+        for rid in rids:
+            event = f"{self.run}ev-{uuid.uuid4().hex[:8]}"
+            sent = self.d.notify(event, rid, "reminder", "Hatırlatma", "to a dead address")
+            self.expect(sent.type == OK, f"a valid request must be accepted. Actual: {sent!r}")
+            self.ids[(event, rid)] = sent.value["notification_id"]
+        mine = set(rids)
+        deadline = time.monotonic() + 2 * self.rules.answer_timeout + 2
+        while sum(1 for c in self.providers.calls() if c.get("channel") == channel and c.get("recipient_id") in mine) < n:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def send_and_hear(self, who: int, channel: str, n: int, body: str) -> bool:
         """Send ``n`` reminders to recipient ``who`` and wait (bounded) until the providers have
