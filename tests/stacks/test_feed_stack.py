@@ -79,6 +79,7 @@ def test_the_properties_pass_over_the_url(feed_url: str) -> None:
     assert f"  {CHECK}: " in out.stdout, text[-4000:]  # it had chances (a page turn), not left undecided
 
 
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
 def test_peakproof_run_passes_the_properties_and_a_short_load(feed_url: str, tmp_path: Path) -> None:
     out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD,
                     "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"))
@@ -90,6 +91,7 @@ def test_peakproof_run_passes_the_properties_and_a_short_load(feed_url: str, tmp
     assert "rule: time precision (s): 0.001" in verdict and "waived: inbox_size" in verdict, verdict
 
 
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
 def test_locust_runs_the_feed_peak_through_the_driver(feed_url: str, tmp_path: Path) -> None:
     locustfile = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60, check=True).stdout.strip()

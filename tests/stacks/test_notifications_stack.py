@@ -101,6 +101,7 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
     assert "backoff (s): 0.5" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
 
 
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
 def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], provider_url: str) -> None:
     """``peakproof run`` with the rules stated: the load stage (the properties ran above)."""
     url, folder = stack
@@ -136,6 +137,7 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(pro
     assert "[FAIL] one_delivery_per_event" in verdict, verdict
 
 
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
 def test_one_urgent_worker_lets_reminders_overtake_urgent_ones_when_answers_are_lost(provider_url: str,
                                                                                     tmp_path: Path) -> None:
     """``--urgent-workers 1`` under the lost-answers fault scenario (Locust's own entry point,
