@@ -138,6 +138,21 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(pro
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+def test_locust_with_the_installed_locustfile_passes_the_short_peak(stack: tuple[str, Path], provider_url: str) -> None:
+    """Locust's own entry point, as the README gives it: ``locust -f "$(peakproof locustfile)"``."""
+    url, folder = stack
+    where = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60).stdout.strip()
+    out = subprocess.run([sys.executable, "-m", "locust", "-f", where, "--headless", "--scenario", "notifications-peak",
+                          "--host", url, "--driver", DRIVER, "--provider-url", provider_url, *RULES,
+                          "--scale", "0.1", "--duration", "5", "--report-dir", REPORTS],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-5000:] + logs(folder)
+    assert "[ok] one_delivery_per_event" in text and "[ok] offered_load_matches_curve" in text, text[-5000:]
+
+
+@pytest.mark.alone  # a load: its latency and pace read the machine (tests/conftest.py)
 def test_one_urgent_worker_lets_reminders_overtake_urgent_ones_when_answers_are_lost(provider_url: str,
                                                                                     tmp_path: Path) -> None:
     """``--urgent-workers 1`` under the lost-answers fault scenario (Locust's own entry point,
