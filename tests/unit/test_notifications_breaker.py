@@ -180,13 +180,3 @@ def test_a_blamed_breaker_comes_with_the_channel_s_calls_the_inferred_state_and_
     assert "0 transient failures" in story and f"opens at {FAILURES}" in story
     assert "could not be open" in story and "answered permanent" in story, story
 
-
-def test_a_cascade_that_comes_back_to_a_channel_under_one_key_had_heard_its_first_answer() -> None:
-    # email 503 (heard: the cascade moved on to push), then email again under the same key in a later round
-    calls = [call(1.0, "email", "transient", "healthy", "e1"), call(1.1, "push", "transient", "healthy", "e1"),
-             call(1.7, "email", "ok", "healthy", "e1")]
-    a = analysis(calls)
-    assert not a.unheard(calls[0]) and calls[0]["at"] + 0.02 in a._failed_heard["email"]  # heard at once
-    again = [call(1.0, "email", "transient", "healthy", "e2"), call(3.0, "email", "ok", "healthy", "e2")]
-    a = analysis(again)  # called again next, on the same channel and key: the first answer was never heard
-    assert a._failed_heard["email"] == [1.0 + TIMEOUT]
