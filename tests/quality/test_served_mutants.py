@@ -284,9 +284,19 @@ NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker
 def excerpt(out: str) -> str:
     """What a failed assertion shows of a run's output: the lines that name an outcome (a long
     violating history pushes them out of any tail), then the tail."""
-    named = [line for line in out.splitlines() if any(w in line for w in (": FAIL", "broken promise", "UNDECIDED",
-                                                                          "INCONCLUSIVE", "Error"))]
-    return "\n".join(named[:20]) + "\n...\n" + out[-2500:]
+    lines = out.splitlines()
+    named = [line for line in lines if any(w in line for w in (": FAIL", "broken promise", "UNDECIDED",
+                                                               "INCONCLUSIVE", "Error"))]
+    # the first broken promise's whole message (its first violation and the evidence the check gives), up to
+    # the history that follows it: a false FAIL seen once in CI is only understood from these words
+    start = next((i for i, line in enumerate(lines) if ": FAIL" in line), None)
+    message = []
+    if start is not None:
+        for line in lines[start:start + 60]:
+            if "the violating run's history" in line:
+                break
+            message.append(line)
+    return "\n".join(named[:20] + ["", "the first broken promise, whole:", *message]) + "\n...\n" + out[-2500:]
 
 
 def notifications_properties(mutant: str | None, served_options: dict[str, Any] = NOTIFICATIONS_SERVED,
