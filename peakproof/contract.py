@@ -12,11 +12,22 @@ Not every disagreement is a broken promise. Each finding is judged (:func:`judge
 * **allowed by HTTP**, dropped: ``501 Not Implemented`` to a method the server does not
   implement (RFC 9110 15.6.2; 405 is for a method known but not allowed on that resource) is
   neither a server error nor the wrong answer to an undeclared method;
-* a **note**, shown with its ``curl`` but not a FAIL of the design: a 4xx to a request the contract
-  allows (a stricter parser than JSON Schema's: ``7.0`` refused as an integer, an id with NUL or
-  a lone surrogate that PostgreSQL text cannot hold, an extra field refused). The design's own
-  checks judge what buyers send; ``--strict-contract`` makes every note a finding;
-* a **finding** otherwise (a 5xx, an answer off the contract's shape, invalid data accepted, ...).
+* a **note**, shown with its ``curl`` but not a FAIL of the design, of two kinds:
+
+  - *stricter*: a 4xx to a request the contract allows (a stricter parser than JSON Schema's:
+    ``7.0`` refused as an integer, an id with NUL or a lone surrogate that PostgreSQL text cannot
+    hold, an extra field refused; ``positive_data_acceptance``, ST202);
+  - *more lenient*: a 2xx or 3xx to a request outside the contract (a quota capacity above its
+    maximum, ``cursor=`` taken as no cursor, an empty e-mail address kept, an id longer than its
+    ``maxLength``; ``negative_data_rejection``, ST201). A client that keeps to the contract is
+    served as it states; no promise of the design states that bound.
+
+  The design's own checks judge what buyers send (a quantity of 0 or -1 accepted FAILs the tickets
+  property ``invalid_requests_refused``, whatever this stage says); ``--strict-contract`` makes
+  every note a finding;
+* a **finding** otherwise: a 5xx, an answer off the contract's shape, a documented header missing,
+  a status the contract does not list for a request it allows, a 4xx to a request outside the
+  contract with a status Schemathesis does not take as a refusal, ...
 
 A refusal a contract documents for valid requests in some states (409 sold out, 422 a request
 id reused for another request) is stated in the schema itself, on the operation:
@@ -124,7 +135,7 @@ class ContractResult:
     def reasons(self) -> list[str]:
         out = [f"contract: {f.text()}" for f in self.findings]
         out += [f"contract note{' (failing: --strict-contract)' if self.strict else ''}: {f.text()}\n    why a note: "
-                f"{NOTE_WHY}" for f in self.notes]
+                f"{note_why(f)}" for f in self.notes]
         out += [f"contract: Schemathesis could not test: {e}" for e in self.errors]
         if self.skipped:
             out.append(f"contract: skipped: {self.skipped}")
@@ -164,6 +175,16 @@ class ContractResult:
 NOTE_WHY = ("a request the contract allows was refused with a 4xx: a stricter parser than the contract's (an "
             "integral float, an id with NUL or a lone surrogate, an extra field) breaks no promise of the design; "
             "the design's own checks judge the requests buyers send. --strict-contract fails it")
+LENIENT_WHY = ("the server accepted a request outside the contract (a bound, a format or a required field it does "
+               "not enforce): a client that keeps to the contract is served as it states, and no promise of the "
+               "design states that bound; the design's own checks (e.g. invalid_requests_refused) judge what "
+               "buyers send. --strict-contract fails it")
+LENIENT_CHECK = "negative_data_rejection"  # Schemathesis's ST201: a schema-violating request accepted
+
+
+def note_why(note: ContractFinding) -> str:
+    """Why a note breaks no promise of the design: a more lenient server than the contract, or a stricter one."""
+    return LENIENT_WHY if note.check == LENIENT_CHECK else NOTE_WHY
 
 
 def judge_finding(check: str, status: int | None, method: str | None, documented: set[str]) -> str:
@@ -174,7 +195,9 @@ def judge_finding(check: str, status: int | None, method: str | None, documented
                           "content_type_conformance", "response_headers_conformance"):
         return "allowed"  # RFC 9110 15.6.2: the server does not implement the method at all
     if check == "positive_data_acceptance" and status is not None and 400 <= status < 500:
-        return "note"
+        return "note"  # stricter than the contract: a request it allows refused
+    if check == LENIENT_CHECK and status is not None and 200 <= status < 400:
+        return "note"  # more lenient than the contract: a request outside it accepted
     return "finding"
 
 

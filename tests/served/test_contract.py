@@ -119,7 +119,17 @@ def test_the_project_roots_schemathesis_toml_says_what_the_contracts_state() -> 
     ("unsupported_method", 405, "TRACE", "finding"),  # a 405 without Allow: HTTP's MUST
     ("positive_data_acceptance", 400, "POST", "note"),  # 7.0, NUL in an id: a stricter parser
     ("positive_data_acceptance", 500, "POST", "finding"),
+    # ST201, more lenient than the contract: a capacity of 1,000,000,001, `cursor=`, an empty e-mail accepted
+    ("negative_data_rejection", 200, "PUT", "note"),
+    ("negative_data_rejection", 201, "POST", "note"),
+    ("negative_data_rejection", 204, "DELETE", "note"),
+    ("negative_data_rejection", 302, "GET", "note"),
+    ("negative_data_rejection", 409, "POST", "finding"),  # refused, with a status Schemathesis takes for no refusal
+    ("negative_data_rejection", None, "POST", "finding"),  # no answer at all
+    ("not_a_server_error", 500, "POST", "finding"),  # what a client relies on stays a finding
     ("response_schema_conformance", 200, "GET", "finding"),
+    ("response_headers_conformance", 200, "GET", "finding"),
+    ("status_code_conformance", 418, "POST", "finding"),
 ])
 def test_what_http_allows_passes_and_what_breaks_no_promise_is_a_note(check: str, status: int, method: str,
                                                                         kind: str) -> None:
@@ -139,3 +149,25 @@ def test_notes_pass_and_fail_only_under_strict_contract() -> None:
     assert next(r for r in result.as_checks()).valid is False
     again = ContractResult.from_json(result.to_json())
     assert again.notes == [note] and again.outcome == "FAIL"
+
+
+def test_each_kind_of_note_says_why_it_is_one_and_both_fail_under_strict_contract() -> None:
+    from peakproof.contract import LENIENT_WHY, NOTE_WHY
+
+    stricter = _finding("positive_data_acceptance")
+    lenient = ContractFinding("PUT /quotas/{quota_id}", "negative_data_rejection", "ST201",
+                              "API accepted schema-violating request", "", 200, '{"capacity": 1000000001}',
+                              "curl -X PUT http://127.0.0.1:8000/tickets/quotas/q -d '{\"capacity\": 1000000001}'",
+                              "coverage")
+    result = ContractResult("tickets", "the tickets contract", "http://127.0.0.1:8000/tickets", test_cases=10,
+                            checks_run={"positive_data_acceptance": 10, "negative_data_rejection": 10},
+                            notes=[stricter, lenient])
+    report = result.report()
+    assert result.outcome == "PASS" and "2 note(s)" in result.headline(), report
+    assert report.count(f"why a note: {NOTE_WHY}") == 1 and report.count(f"why a note: {LENIENT_WHY}") == 1, report
+    assert "accepted a request outside the contract" in LENIENT_WHY and "invalid_requests_refused" in LENIENT_WHY
+    assert all(r.valid is True for r in result.as_checks())
+    result.strict = True
+    assert result.outcome == "FAIL" and report.count("contract note") == 2
+    assert {r.name: r.valid for r in result.as_checks()} == {"contract: negative_data_rejection": False,
+                                                             "contract: positive_data_acceptance": False}
