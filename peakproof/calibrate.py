@@ -6,6 +6,13 @@ calibration scenario (a Locust run of rising constant-rate steps of the case's c
 request) finds the highest rate that one process still sends on time (>= 98% within
 100 ms of their instants) and, when the target shares this machine, that the target
 still answers within the case's limit. The load then runs at ``headroom`` of it.
+
+A ladder whose first step failed steps down to :data:`STEP_DOWN` (1/s) and climbs again, the
+target warmed before each ladder's first step is judged: a target just started is judged warm. When
+even that lowest step failed, the calibration could not conclude and says so; ``--scale auto``
+then runs at the lowest rate it tried, where the promises are still judged and a latency miss is
+the target's. ``--scale auto`` never runs above the highest step a ladder saw kept
+(:attr:`CalibrationResult.highest_kept`), nor, when none was, above the lowest step it tried.
 """
 
 from __future__ import annotations
@@ -41,19 +48,31 @@ class CalibrationResult:
     drain_limit: float = 60.0
     contention: str | None = None  # a neighbour that took CPU the ladder needed (peakproof.tenants)
     neighbour_cores: float | None = None  # the most of a core processes outside the run took in any 5 s
+    warmup: float = 0.0  # s of unjudged probes at the first step's rate before each ladder's first step
+    stepped_down_from: float | None = None  # the first ladder's first step (arrivals/s), when it failed
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.rate > 0
 
+    @property
+    def highest_kept(self) -> float | None:
+        """The highest step of any ladder that was sent and kept every limit the ladder judged (None: none)."""
+        kept = [float(st["rate"]) for st in self.steps if st.get("kept", st.get("rate", 0) <= self.rate)
+                and st.get("sent", 1) > 0 and st.get("rate", 0) > 0]
+        return max(kept) if kept else None
+
+    @property
+    def lowest_tried(self) -> float | None:
+        """The lowest step any ladder sent (None: no step ran)."""
+        tried = [float(st["rate"]) for st in self.steps if st.get("sent", 1) > 0 and st.get("rate", 0) > 0]
+        return min(tried) if tried else None
+
     def sentence(self) -> str:
         if self.error:
             return f"calibration failed: {self.error}"
         if self.rate <= 0:
-            first = self.steps[0] if self.steps else {}
-            return (f"even the calibration's first step ({first.get('rate', 0):,.0f}/s) failed: "
-                    f"{first.get('on_time_share', 0):.0%} on time, p99 {first.get('p99_from_intended') or 0:.3f} s, "
-                    f"{first.get('errors', 0):,} errors")
+            return self.inconclusive()
         if self.scenario == GIVEN:
             return f"this machine offers about {self.rate:,.0f} arrivals/s per process (as stated: --calibrated-rate)"
         what = "with the target answering in time" if self.latency_checked else "on time"
@@ -61,6 +80,30 @@ class CalibrationResult:
             return (f"the target kept its service levels up to about {self.rate:,.0f} arrivals/s (its knee"
                     f"{self.why_stopped()}; the generator kept up to there at least){self.after()}")
         return f"this machine offers about {self.rate:,.0f} arrivals/s per process ({what}{self.why_stopped()}){self.after()}"
+
+    def inconclusive(self) -> str:
+        """Why the ladders kept no step: the lowest step tried and what failed in it (and where the first
+        ladder began, when it stepped down from there)."""
+        tried = [st for st in self.steps if st.get("sent", 1) > 0]
+        if not tried:
+            return "the calibration could not conclude: no step of its ladder ran"
+        low = min(tried, key=lambda st: st.get("rate", 0))
+        first = tried[0]
+        down = (f"its first step ({first['rate']:,.3g}/s) failed, so did the ladder that stepped down to "
+                if self.stepped_down_from and first is not low else "even ")
+        warm = f" after a {self.warmup:g} s warm-up" if self.warmup else ""
+        return (f"the calibration could not conclude: {down}its lowest step ({low['rate']:,.3g}/s){warm}: "
+                f"{low.get('on_time_share', 0):.0%} on time, p99 {(low.get('p99_from_intended') or 0) * 1000:,.0f} ms "
+                f"from the intended instant (limit {self.latency_limit * 1000:,.0f} ms), {low.get('errors', 0):,} "
+                f"errors" + (f", {low['broken']:,} answers broke a promise" if low.get("broken") else ""))
+
+    def to_json(self) -> dict[str, Any]:
+        """Every figure of the calibration, its steps (each with ``kept``), and the two bounds ``--scale auto``
+        keeps below: the highest step kept and the lowest tried."""
+        from dataclasses import asdict
+
+        return {**asdict(self), "highest_kept": self.highest_kept, "lowest_tried": self.lowest_tried,
+                "sentence": self.sentence()}
 
     @property
     def knee(self) -> float | None:
@@ -82,7 +125,8 @@ class CalibrationResult:
 
     def why_stopped(self) -> str:
         """Where the ladder stopped and why: the first step that failed, and what failed in it."""
-        failed = next((st for st in self.steps if st.get("rate", 0) > self.rate), None)
+        failed = next((st for st in self.steps if st.get("rate", 0) > self.rate and not st.get("kept")
+                       and st.get("sent", 1) > 0), None)
         if failed is None:
             return f"; even its top step, {self.top:,.0f}/s, held: at least this" if self.top else ""
         cause = []
@@ -143,7 +187,21 @@ def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, tim
                              float(doc.get("top", 0.0)), bool(doc.get("latency_checked")), doc.get("steps", []),
                              err, seconds, float(doc.get("latency_limit", 0.1)), doc.get("stopped_by", "top"),
                              float(doc.get("generator_rate") or 0.0), doc.get("answer_time"), doc.get("drained"),
-                             float(doc.get("drain_limit", 60.0)), doc.get("contention"), neighbour)
+                             float(doc.get("drain_limit", 60.0)), doc.get("contention"), neighbour,
+                             float(doc.get("warmup") or 0.0))
+
+
+def write_calibration(cal: CalibrationResult, report_dir: str | Path, case: str, **fitted: Any) -> Path:
+    """The calibration as JSON beside the run's reports (``calibration-<case>-<time>.json``): its steps and
+    bounds, and ``fitted`` (what the run settled from it: the scale, the rate at the peak)."""
+    import json
+    import time
+
+    out = Path(report_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"calibration-{case}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({**cal.to_json(), **fitted}, indent=1, default=str))
+    return path
 
 
 def ladder_top(case: Case) -> float:
@@ -153,6 +211,7 @@ def ladder_top(case: Case) -> float:
 
 
 CLIMBS = 3  # a ladder whose top step passed climbs again from there, 4x higher, at most this often
+STEP_DOWN = 1.0  # arrivals/s: where a ladder whose first step failed starts again
 
 
 def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | None = None, climbs: int = CLIMBS,
@@ -161,20 +220,33 @@ def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | No
     sharing the machine) gives way, whatever the host: when even the top step held, it climbs
     again 4x higher (at most :data:`CLIMBS` times), so the figure is the machine's, never the cap's.
     Every step of every ladder is kept, in order; ``top`` is the last ladder's. ``climbs=1``: never
-    above ``spec.calibrate_max_rate`` (an explicit ``--scale``: no ladder above the rate it asks)."""
+    above ``spec.calibrate_max_rate`` (an explicit ``--scale``: no ladder above the rate it asks).
+
+    When the first ladder's first step failed (a target just started, or one slow at any rate), the
+    ladder starts again at :data:`STEP_DOWN` (warmed first, as every ladder is); when that step fails
+    too, the result keeps no step (``rate`` 0) and says so."""
     top = float(spec.calibrate_max_rate or ladder_top(case))
     low = None  # the first ladder starts low (2% of the peak); a climb again starts just below its last top
     steps: list[dict[str, Any]] = []
     seconds = 0.0
+    stepped_down_from = None
     for _ in range(max(1, climbs)):
         cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
                               calibrate_min_rate=low, **options)
         steps += cal.steps
         seconds += cal.seconds
+        first = float(cal.steps[0]["rate"]) if cal.steps else 0.0
+        if cal.error is None and cal.rate <= 0 and low is None and STEP_DOWN < first:
+            # nothing kept, not even the first step: down to 1/s, and climb from there
+            stepped_down_from = first
+            cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
+                                  calibrate_min_rate=STEP_DOWN, **options)
+            steps += cal.steps
+            seconds += cal.seconds
         if not cal.ok or cal.rate < cal.top or climbs <= 1:
             break
         low, top = top, top * 4
-    cal.steps, cal.seconds = steps, seconds
+    cal.steps, cal.seconds, cal.stepped_down_from = steps, seconds, stepped_down_from
     return cal
 
 
@@ -183,12 +255,25 @@ def auto_scale(case: Case, cal: CalibrationResult, peak_rate: float, processes: 
 
     ``peak_rate``: the scenario's arrivals/s at scale 1 on the adjusted axis (tickets: 20,000 /
     ``--scale``; the feed: its rate per unit of ``--time-scale``). Rounded down to two
-    significant digits so that the figure printed is the figure run.
+    significant digits so that the figure printed is the figure run. Never above the highest step
+    the calibration saw kept when that rate was the target's knee (more generator processes do not
+    make the target faster); a calibration that kept no step sizes nothing (0.0): see
+    :func:`lowest_scale`.
     """
     if not cal.ok or peak_rate <= 0:
         return 0.0
     raw = case.headroom * cal.rate * max(1, processes) / peak_rate
+    kept = cal.highest_kept
+    if cal.stopped_by == "target" and kept is not None:
+        raw = min(raw, kept / peak_rate)
     return _round_down(raw)
+
+
+def lowest_scale(cal: CalibrationResult | None, peak_rate: float) -> tuple[float, float]:
+    """A calibration that kept no step: the scale at whose peak the load offers the lowest rate any ladder
+    tried (:data:`STEP_DOWN` when no step ran), and that rate. Rounded down: never above it."""
+    rate = (cal.lowest_tried if cal else None) or STEP_DOWN
+    return (_round_down(rate / peak_rate) if peak_rate > 0 else 0.0), rate
 
 
 def _round_down(x: float, digits: int = 2) -> float:

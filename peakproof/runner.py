@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, processes_for
+from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, lowest_scale, processes_for, write_calibration
 from .placement import Placement, on_loopback, pin, taskset, usable_cores
 from .case import Case
 from . import junit
@@ -118,6 +118,11 @@ def run(spec: RunSpec) -> int:
             spec, note = fit_load(case, spec, cal)
             notes.append(note)
             print(f"peakproof: {note}", flush=True)
+            if cal is not None:  # its steps, as judged, and what the load was fitted to, beside the reports
+                axis = case.scale_axis
+                cal_file = write_calibration(cal, spec.report_dir, case.name, scale_axis=axis,
+                                             scale=getattr(spec, axis), rate_at_peak=fitted_rate(case, spec))
+                print(f"peakproof: calibration: {steps_line(cal)}; written to {cal_file}", flush=True)
 
         if not spec.skip_properties:
             parts.append(_timed(_properties, case, spec, work))
@@ -309,7 +314,12 @@ def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate:
 
 
 def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[RunSpec, str]:
-    """Settle ``--scale`` (or the feed's ``--time-scale``), once, and say what the load will be, and why."""
+    """Settle ``--scale`` (or the feed's ``--time-scale``), once, and say what the load will be, and why.
+
+    ``auto`` never runs above the highest step the calibration saw kept; when it kept none (even the lowest
+    step failed: a target slow at any rate), at the lowest rate it tried: the promises are still judged
+    there, and a latency miss at a rate the target was offered is the target's. Never at a fixed share of
+    the seed's peak when a calibration ran."""
     peak = case.peak_rate()  # the seed's full peak, arrivals/s
     axis = case.scale_axis
     per_unit = peak if axis == "scale" else peak * spec.number_scale  # the feed: the rates grow with time scale
@@ -320,7 +330,14 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
         fitted = auto_scale(case, cal, per_unit, int(spec.processes)) if cal else 0.0
         default = case.default_scale if axis == "scale" else case.default_time_scale
         cap = case.max_auto_scale if axis == "scale" else case.default_time_scale
-        if fitted <= 0:
+        if fitted <= 0 and cal is not None and cal.scenario != "--calibrated-rate":
+            lowest, low_rate = lowest_scale(cal, per_unit)
+            spec = spec.with_options(**{axis: min(cap, lowest)})
+            where = ("the lowest rate the calibration tried" if cal.lowest_tried else "the ladder's lowest step")
+            head = (f"{flag} auto could not size the load ({cal.sentence()}); the load runs at {where} "
+                    f"({low_rate:,.3g} arrivals/s), where every promise is still judged and a latency miss is the "
+                    f"target's; ")
+        elif fitted <= 0:
             spec = spec.with_options(**{axis: default})
             head = f"{flag} auto could not size the load ({cal.sentence() if cal else 'no calibration'}); "
         else:
@@ -335,7 +352,9 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
             spec = case.resolve(spec)
     value = getattr(spec, axis)
     rate = per_unit * value
-    text = head + (f"running at {flag} {value:g}: {rate:,.0f} arrivals/s at peak, {rate / peak:.1%} of the seed's "
+    text = head + (f"running at {flag} {value:g}: {rate:,.3g} arrivals/s at peak, {100 * rate / peak:.2g}% of the seed's "
+                   f"{peak:,.0f}/s" if rate < 10 else
+                   f"running at {flag} {value:g}: {rate:,.0f} arrivals/s at peak, {rate / peak:.1%} of the seed's "
                    f"{peak:,.0f}/s")
     if axis == "time_scale":
         text += f" (on --scale {spec.scale:g} of the seed's users)"
@@ -348,6 +367,25 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
         if misfit:
             text += f". BEFORE THE LOAD: {misfit}"
     return spec, text
+
+
+def fitted_rate(case: Case, spec: RunSpec) -> float:
+    """The arrivals/s at the peak of the load ``spec`` settled (both generators' together)."""
+    axis = case.scale_axis
+    per_unit = case.peak_rate() if axis == "scale" else case.peak_rate() * spec.number_scale
+    return per_unit * float(getattr(spec, axis))
+
+
+def steps_line(cal: CalibrationResult) -> str:
+    """Every step of every ladder, as judged: its rate, its p99 from the intended instant, kept or missed."""
+    def one(st: dict) -> str:
+        p99 = st.get("p99_from_intended")
+        how = "kept" if st.get("kept") else ("not sent" if not st.get("sent") else "missed")
+        return f"{st['rate']:,.3g}/s " + (f"p99 {p99 * 1000:,.0f} ms " if p99 is not None else "") + how
+
+    shown = [st for st in cal.steps if st.get("sent")]
+    return (f"{len(shown)} step(s) (warm-up {cal.warmup:g} s each ladder): " + ", ".join(one(st) for st in shown)
+            if shown else "no step ran")
 
 
 PROPERTIES_LIMIT = 1_800  # s: the properties stage's bound under peakproof run (a hung target must not hang the run)

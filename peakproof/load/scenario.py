@@ -184,8 +184,11 @@ class Calibration(Scenario):
     take: a few probes one at a time measure its answer time, and the first step is a quarter of
     what one worker answering that fast would take (a few requests a second for a slow staging
     box), unless ``calibrate_min_rate`` says. Each step lasts long enough for :data:`MIN_PROBES`
-    answers. After the ladder the target is let drain: probes one at a time until it answers in
-    time again (bounded), so the next stage does not start on the calibration's backlog.
+    answers. Before its first step the target is warmed, unjudged: :data:`WARMUP_SECONDS` (at least
+    :data:`WARMUP_PROBES` probes) at the first step's rate, so a target just started is judged on its
+    answers once warm, not on its first ones (a cold start). After the ladder the target is let drain:
+    probes one at a time until it answers in time again (bounded), so the next stage does not start on
+    the calibration's backlog.
 
     A case subclasses it with ``probe`` (one cheap, representative request), ``setup`` and,
     where the probe's answer can break a promise, ``probe_kept``.
@@ -201,6 +204,8 @@ class Calibration(Scenario):
     FLOOR: ClassVar[float] = 2.0  # arrivals/s: the lowest first step
     TRICKLE: ClassVar[int] = 5  # probes one at a time that measure the target's answer time
     DRAIN_LIMIT: ClassVar[float] = 60.0  # s: how long the target is given to work off the ladder's backlog
+    WARMUP_SECONDS: ClassVar[float] = 1.0  # s of unjudged probes at the first step's rate before it
+    WARMUP_PROBES: ClassVar[int] = 4  # the warm-up's probes at least (a slow first step's warm-up lasts longer)
 
     def __init__(self, spec: "RunSpec") -> None:
         super().__init__(spec)
@@ -223,9 +228,14 @@ class Calibration(Scenario):
         while r < top:
             rates.append(r)
             r *= self.ratio
-        self.rates = rates + [top]
+        self._lay_out(rates + [top])
+
+    def _lay_out(self, rates: list[float]) -> None:
+        """Each step's length and start, after the warm-up at the first step's rate."""
+        self.rates = rates
+        self.warmup = max(self.WARMUP_SECONDS, self.WARMUP_PROBES / rates[0])
         self.durations = [max(self.step_seconds, self.MIN_PROBES / r) for r in self.rates]
-        self.starts = [sum(self.durations[:k]) for k in range(len(self.rates))]
+        self.starts = [self.warmup + sum(self.durations[:k]) for k in range(len(self.rates))]
         self._arrivals = None
 
     def start_from_the_target(self) -> dict[str, Any]:
@@ -242,10 +252,7 @@ class Calibration(Scenario):
 
     def adopt_rates(self, shared: dict[str, Any]) -> None:
         if shared.get("calibration_rates"):
-            self.rates = list(shared["calibration_rates"])
-            self.durations = [max(self.step_seconds, self.MIN_PROBES / r) for r in self.rates]
-            self.starts = [sum(self.durations[:k]) for k in range(len(self.rates))]
-            self._arrivals = None
+            self._lay_out(list(shared["calibration_rates"]))
 
     def _probe_alone(self, i: int) -> float | None:
         """One probe, alone; its answer time (s) if it was answered (ok or refused), else None."""
@@ -277,7 +284,8 @@ class Calibration(Scenario):
 
     def arrivals(self) -> list[Arrival]:
         if self._arrivals is None:
-            out: list[Arrival] = []
+            first = self.rates[0]  # the warm-up: unjudged (step -1), at the first step's rate
+            out: list[Arrival] = [Arrival(i / first, "probe", (-1, i)) for i in range(round(first * self.warmup))]
             for k, rate in enumerate(self.rates):
                 n = max(1, round(rate * self.durations[k]))
                 out += [Arrival(self.starts[k] + i / rate, "probe", (k, len(out) + i)) for i in range(n)]
@@ -285,7 +293,7 @@ class Calibration(Scenario):
         return self._arrivals
 
     def bound_seconds(self) -> float:
-        return sum(self.durations) + 15
+        return self.warmup + sum(self.durations) + 15
 
     def _maybe_probe(self, ctx: Context, a: Arrival) -> None:
         if self.stopped_at is not None and a.data[0] > self.stopped_at:
@@ -303,14 +311,14 @@ class Calibration(Scenario):
         import bisect
 
         # 1e-4 s of slack: an arrival at a step's first instant, read back from a wall clock of 1.7e9 s, may
-        # come out a few tenths of a microsecond early (and would count against the step before)
-        return min(len(self.rates) - 1, max(0, bisect.bisect_right(self.starts, offset + 1e-4) - 1))
+        # come out a few tenths of a microsecond early (and would count against the step before); -1: the warm-up
+        return min(len(self.rates) - 1, bisect.bisect_right(self.starts, offset + 1e-4) - 1)
 
     def step_stats(self, history: History, t0: float) -> list[dict[str, Any]]:
         by_step: dict[int, list[Any]] = {}
         for op in history.ops:
             if op.process == "probe" and op.intended_time is not None:
-                by_step.setdefault(self.step_of(op.intended_time - t0), []).append(op)
+                by_step.setdefault(self.step_of(op.intended_time - t0), []).append(op)  # -1 (warm-up): unjudged
         out = []
         for k, rate in enumerate(self.rates):
             ops = by_step.get(k, [])
@@ -370,7 +378,10 @@ class Calibration(Scenario):
                     self.generator_kept_up(st) or st["done"] < st["sent"] * self.on_time_share) else "generator"
                 break
             best = st["rate"]
+        for st in stats:  # each step as judged: whether it was sent and kept every limit the ladder judges
+            st["kept"] = st["sent"] > 0 and self.step_passes(st, check_latency)
         return {"scenario": self.name, "rate": best, "top": self.rates[-1], "latency_checked": check_latency,
+                "warmup": round(self.warmup, 2),
                 "latency_limit": self.latency_limit, "steps": stats, "stopped_by": stopped_by,
                 "generator_rate": generator, "answer_time": self.answer_time, "drained": self.drained,
                 "drain_limit": self.DRAIN_LIMIT}
