@@ -138,7 +138,7 @@ class Case:
         for name in names:
             v = get(name)
             if v is not None:
-                values[name] = tuple(v) if name in ("slo", "without") else v
+                values[name] = tuple(v) if name in ("slo", "without", "target_process") else v
         own = {o.name: get(o.name) for o in self.options}
         spec = RunSpec(case=self.name, case_options={k: v for k, v in own.items() if v is not None}, **values)
         return replace(spec, **overrides) if overrides else spec

@@ -170,6 +170,14 @@ SHARED: tuple[Option, ...] = (
                           "driver's auth_headers)", TARGET | {SERVE}, secret=True, web_ui=True),
     Option("token", "token for the target's ordinary calls (a buyer's), for a driver that authenticates every call "
                     "(auth = 'every'; docs/drivers.md); default: --admin-token", TARGET - {SERVE}, secret=True),
+    Option("target_process", "a process of the target that discovery cannot see (it finds the listening socket's owner "
+                             "and what it talks to over loopback TCP and Unix sockets: a database, a broker and its "
+                             "workers): a PID, or a regular expression searched in each process's name and command "
+                             "line (repeatable). Its CPU is then the target's, not a neighbour's",
+           frozenset({RUN, LOCUST, PYTEST}), action="append", metavar="PATTERN|PID"),
+    Option("target_cgroup", "the target's cgroup (a container's processes), e.g. /system.slice/docker-ID.scope or "
+                            "the same under /sys/fs/cgroup: every process in it is the target's",
+           frozenset({RUN, LOCUST, PYTEST}), metavar="PATH"),
     Option("driver", "your own driver for your own API: module:Class or path/to/driver.py:Class (see "
                      "docs/drivers.md; peakproof driver new CASE writes one to start from)",
            frozenset({RUN, PLAN, LOCUST, PYTEST})),

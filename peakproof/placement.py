@@ -56,7 +56,7 @@ class Placement:
     helpers: tuple[str, ...] = ()
     generator_cores: tuple[int, ...] = field(default=())  # empty: not pinned
     target_cores: tuple[int, ...] = field(default=())
-    # a target on this machine that the harness did not start: what /proc says of it (see target_facts)
+    # a target on this machine that the harness did not start: what /proc says of it (machine.target_facts)
     facts: str | None = None
 
     @property

@@ -40,6 +40,7 @@ from .cases import get_case
 from .checks import CheckResult
 from .errors import UsageError
 from .launch import ServedTarget
+from .machine import conditions_changed, placement_for, tenancy_line
 from .spec import RunSpec, StageResult
 from .verdict import Outcome, judge_results, merge_outcomes
 
@@ -187,14 +188,6 @@ def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
                         **{**extra, **case.served_options(spec), **options})
 
 
-def tenancy_line(doc: dict | None) -> str:
-    """A stage's CPU by tenant (measured where it was judged: peakproof.tenants), as one line."""
-    from .tenants import Tenancy
-
-    if not doc:
-        return "the machine's CPU by tenant: not measured"
-    t = Tenancy.from_json(doc)
-    return f"{t.sentence()}; {t.target_sentence()}"
 
 
 def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
@@ -208,49 +201,10 @@ def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
     return "target" if cal.stopped_by == "target" and not spec.embedded else None
 
 
-def conditions_changed(cal: CalibrationResult | None, doc: dict | None) -> str:
-    """Whether the load ran on the machine the calibration measured: a neighbour that came or went between them."""
-    from .tenants import NEIGHBOUR_CORES, Tenancy
-
-    if not cal or cal.neighbour_cores is None or not doc:
-        return ""
-    busiest = Tenancy.from_json(doc).busiest()
-    if busiest is None:
-        return ""
-    load = busiest.neighbours / busiest.span
-    if load >= NEIGHBOUR_CORES > cal.neighbour_cores:
-        return (f"; NOTE: the calibration saw a quiet machine (others took {cal.neighbour_cores:.2f} of a core at most), "
-                f"the load did not ({load:.2f} of a core): the rate was sized for a machine the load did not have")
-    if cal.neighbour_cores >= NEIGHBOUR_CORES > load:
-        return (f"; NOTE: the calibration ran beside a neighbour ({cal.neighbour_cores:.2f} of a core), the load on a "
-                f"quiet machine: the rate it sized may be lower than this machine offers")
-    return ""
 
 
-def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
-    """Where this run's generators and target go on this machine's cores (see peakproof.placement)."""
-    from .placement import place, usable_cores
-
-    kind = "embedded" if spec.embedded else ("loopback" if spec.target_url and on_loopback(spec.target_url)
-                                             else "remote")
-    placed = place(usable_cores(), int(spec.processes), kind, helpers)
-    if kind == "loopback":
-        from dataclasses import replace
-
-        placed = replace(placed, facts=target_facts(spec.target_url or ""))
-    return placed
 
 
-def target_facts(url: str) -> str:
-    """What /proc says of the processes serving a loopback URL: the owners of its listening socket and
-    their children, by pid and name, and the cores they may run on; "unknown" where it cannot tell."""
-    from .tenants import Tenancy, TenantMeter, affinity
-
-    meter = TenantMeter.for_url(url)
-    t = Tenancy(len(meter.cpus), target_processes=sorted(meter.target_names.items()),
-                target_affinity={p: affinity(p) for p in meter.target_names}, port=meter.port,
-                found_by_socket=meter.found_by_socket)
-    return t.target_sentence(seen=False)  # nothing ran yet: the cores it may use, not those it used
 
 
 def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | None:
@@ -406,7 +360,7 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     from .tenants import Metered, contention
 
     try:
-        with Metered(spec.target_url, spec.target_pids or ()) as metered:
+        with Metered(spec.target_url, spec.target_pids or (), spec) as metered:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROPERTIES_LIMIT)
     except subprocess.TimeoutExpired:
         return Part(name, Outcome.INCONCLUSIVE, f"stopped by the harness's own limit ({PROPERTIES_LIMIT:,} s)",

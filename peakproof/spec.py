@@ -69,6 +69,9 @@ class RunSpec:
     # the root of the run's process tree (None: the stage's own process) and the target's processes here
     run_pid: int | None = None
     target_pids: tuple[int, ...] | None = None
+    # what discovery cannot see (peakproof.components): --target-process PATTERN|PID, --target-cgroup PATH
+    target_process: tuple[str, ...] = ()
+    target_cgroup: str | None = None
     skip_properties: bool = False
     skip_load: bool = False
     result: str | None = None  # where the stage writes its StageResult
@@ -111,6 +114,7 @@ class RunSpec:
         d = asdict(self)
         d["slo"] = list(self.slo)
         d["without"] = list(self.without)
+        d["target_process"] = list(self.target_process)
         d["case_options"] = dict(self.case_options)
         return d
 
@@ -124,6 +128,7 @@ class RunSpec:
         d = dict(doc)
         d["slo"] = tuple(d.get("slo") or ())
         d["without"] = tuple(d.get("without") or ())
+        d["target_process"] = tuple(d.get("target_process") or ())
         return cls(**d)
 
     def dump(self, path: str | Path) -> Path:

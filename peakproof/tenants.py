@@ -28,164 +28,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+from .components import Component
+from .procfs import (Proc, affinity, ancestors, busy_by_cpu, cores_text, listening_pids,  # noqa: F401 (re-exported)
+                     process_table, thread_stats, tids_of, with_descendants)
 
 # A window is contended when the neighbours took at least this share of one core...
 NEIGHBOUR_CORES = 0.10
 # ...while the run's processes (generators and target together) spent at least this share of the
 # window's wall time runnable but waiting for a CPU (a quiet 2-core host shows about 0.01)
 RUN_WAIT = 0.05
+# ...and the harness shares the target's cores only when the machine had no CPU to spare: busy this share of its cores
+SATURATED = 0.9
 WINDOW = 5.0  # s: the span contention is judged over (a neighbour arriving mid-stage is not averaged away)
-
-
-# -- reading /proc ----------------------------------------------------------------------------------------------
-
-def busy_by_cpu(cpus: Iterable[int] | None = None) -> dict[int, float] | None:
-    """Busy seconds so far per CPU (user + nice + system + steal), for ``cpus`` (None: all)."""
-    wanted = None if cpus is None else set(cpus)
-    try:
-        with open("/proc/stat") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    out: dict[int, float] = {}
-    for line in lines:
-        if not line.startswith("cpu") or line.startswith("cpu "):
-            continue
-        name, *vals = line.split()
-        cpu = int(name[3:])
-        if wanted is not None and cpu not in wanted:
-            continue
-        v = [int(x) for x in vals] + [0] * 8
-        out[cpu] = (v[0] + v[1] + v[2] + v[7]) / _TICK
-    return out
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    ppid: int
-    comm: str
-    cpu: float  # s: user + system, its own and its reaped children's
-
-
-def process_table() -> dict[int, Proc]:
-    """Every process this user can see."""
-    out: dict[int, Proc] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        head, _, rest = raw.rpartition(b")")
-        fields = rest.split()
-        try:
-            comm = head.split(b"(", 1)[1].decode(errors="replace")
-            ticks = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-            out[int(name)] = Proc(int(name), int(fields[1]), comm, ticks / _TICK)
-        except (IndexError, ValueError):
-            continue
-    return out
-
-
-def with_descendants(table: dict[int, Proc], roots: Iterable[int]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for p in table.values():
-        children.setdefault(p.ppid, []).append(p.pid)
-    out: set[int] = set()
-    todo = [r for r in roots if r in table]
-    while todo:
-        pid = todo.pop()
-        if pid in out:
-            continue
-        out.add(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def listening_pids(port: int) -> list[int] | None:
-    """The processes holding a listening TCP socket on ``port`` (any address), from /proc/net/tcp(6) and
-    each process's open files; [] when nothing visible listens there, None when /proc cannot tell."""
-    inodes: set[str] = set()
-    seen_table = False
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(path) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        seen_table = True
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(cols[9])
-    if not seen_table:
-        return None
-    if not inodes:
-        return []
-    wanted = {f"socket:[{i}]" for i in inodes}
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{name}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{name}/fd/{fd}") in wanted:
-                    pids.append(int(name))
-                    break
-            except OSError:
-                continue
-    return sorted(pids)
-
-
-def thread_stats(pids: Iterable[int]) -> dict[int, tuple[float, float, int]]:
-    """tid -> (s run, s waited for a CPU while runnable, the CPU it last ran on), every thread of ``pids``."""
-    out: dict[int, tuple[float, float, int]] = {}
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    run_ns, wait_ns, _ = f.read().split()
-                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                    cpu = int(f.read().rpartition(b")")[2].split()[36])
-            except (OSError, ValueError, IndexError):
-                continue
-            out[int(tid)] = (int(run_ns) / 1e9, int(wait_ns) / 1e9, cpu)
-    return out
-
-
-def affinity(pid: int) -> tuple[int, ...] | None:
-    try:
-        return tuple(sorted(os.sched_getaffinity(pid)))
-    except (AttributeError, OSError):
-        return None
-
-
-def cores_text(cores: Iterable[int]) -> str:
-    cs = sorted(set(cores))
-    if not cs:
-        return "none"
-    runs, start = [], cs[0]
-    for a, b in zip(cs, cs[1:] + [None]):  # type: ignore[operator]
-        if b != a + 1:
-            runs.append(str(start) if start == a else f"{start}-{a}")
-            start = b
-    return ",".join(runs)
 
 
 # -- measuring a stage ------------------------------------------------------------------------------------------
@@ -221,7 +75,8 @@ class TenantMeter:
     the target's processes on this machine (their children join them); ``port``: a loopback target's
     port, whose listening socket's owner is the target."""
 
-    def __init__(self, root: int | None = None, target_pids: Iterable[int] = (), port: int | None = None) -> None:
+    def __init__(self, root: int | None = None, target_pids: Iterable[int] = (), port: int | None = None,
+                 stated: Iterable[str] = (), cgroup: str | None = None, exclude_ports: Iterable[int] = ()) -> None:
         from .placement import usable_cores_ids
 
         self.root = root or os.getpid()
@@ -229,6 +84,11 @@ class TenantMeter:
         found = listening_pids(port) if port else []
         self.found_by_socket = found
         self.target_roots = sorted(set(target_pids) | set(found or []))
+        self.stated, self.cgroup, self.exclude_ports = tuple(stated), cgroup, tuple(exclude_ports)
+        # the run's root and the processes that started it (a shell, pytest) are never the target's
+        self.never = {self.root, os.getpid()} | ancestors(self.root) | ancestors(os.getpid())
+        self.components: dict[int, Component] = {}  # pid -> how it is the target's (peakproof.components)
+        self._reads = 0
         # the cores the run and the target may use (a generator pinned to one core still shares the machine)
         self.cpus = sorted({c for pid in [self.root, *self.target_roots] for c in (affinity(pid) or ())}
                            or set(usable_cores_ids()))
@@ -237,72 +97,131 @@ class TenantMeter:
         self.cores_seen: dict[str, set[int]] = {"run": set(), "target": set()}
         # CPU-seconds by whom and core (each thread's time in a window put on the core it last ran on)
         self.core_seconds: dict[str, dict[int, float]] = {"run": {}, "target": {}}
+        # the target's components (name, how found): CPU and run-queue wait per window, and what each was
+        self.component_windows: list[dict[str, tuple[float, float]]] = []
+        self.component_facts: dict[str, dict[str, Any]] = {}
         self._last = self._read()
         self._first_t = self._last[0] if self._last else time.monotonic()
 
     @classmethod
-    def for_url(cls, url: str | None, root: int | None = None, target_pids: Iterable[int] = ()) -> "TenantMeter":
+    def for_url(cls, url: str | None, root: int | None = None, target_pids: Iterable[int] = (),
+                stated: Iterable[str] = (), cgroup: str | None = None, helpers: Iterable[str | None] = ()
+                ) -> "TenantMeter":
         """The meter of a stage against ``url``: the run's tree under ``root`` (None: this process), the
-        target's ``target_pids`` and, for a loopback URL, the owners of its listening socket."""
-        from urllib.parse import urlsplit
+        target's ``target_pids`` and, for a loopback URL, the owners of its listening socket and what they
+        talk to (peakproof.components); ``stated``/``cgroup``: --target-process / --target-cgroup;
+        ``helpers``: the URLs of the harness's own helpers (the provider simulator), never the target's."""
+        port = _loopback_port(url)
+        exclude = [p for p in (_loopback_port(h) for h in helpers) if p]
+        return cls(root, target_pids, port, stated, cgroup, exclude)
 
-        from .placement import on_loopback
+    @classmethod
+    def for_spec(cls, spec: Any, url: str | None = None, root: int | None = None) -> "TenantMeter":
+        """The meter of a stage of ``spec`` (a RunSpec): its URL, pids, stated processes and helpers."""
+        return cls.for_url(url if url is not None else spec.target_url, root if root is not None else spec.run_pid,
+                           spec.target_pids or (), spec.target_process, spec.target_cgroup,
+                           [spec.opt("provider_url")])
 
-        port = None
-        if url and on_loopback(url):
-            parts = urlsplit(url)
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(root, target_pids, port)
+    def _discover(self, table: dict[int, Proc]) -> dict[int, Component]:
+        """The target's processes now: discovery in full every few reads (it reads every process's sockets);
+        in between, the components known and their new children (a worker forked since)."""
+        self._reads += 1
+        if self._reads % 5 == 1 or not self.components:
+            from .components import discover, display_name, read_sockets, stated_pids
+
+            comms = {pid: display_name(pid, p.comm) for pid, p in table.items()}
+            parents = {pid: p.ppid for pid, p in table.items()}
+            stated = stated_pids(comms, self.stated, self.cgroup, self.never) if (self.stated or self.cgroup) else {}
+            if self.port or self.target_roots or stated:
+                self.components = discover(parents, comms, read_sockets(), self.target_roots, self.never, stated,
+                                           self.exclude_ports)
+            return {pid: c for pid, c in self.components.items() if pid in table}
+        from .components import display_name
+
+        live = {pid: c for pid, c in self.components.items() if pid in table}
+        for pid in sorted(with_descendants(table, list(live)) - set(live) - self.never):
+            parent = live.get(table[pid].ppid)
+            if parent is not None:
+                live[pid] = Component(pid, display_name(pid, table[pid].comm), parent.how)
+        self.components = live
+        return live
 
     def _read(self) -> tuple[float, dict[int, float], dict[int, float], set[int], set[int],
-                             dict[int, tuple[float, float, int]], set[int]] | None:
+                             dict[int, tuple[float, float, int]], set[int], dict[int, Component]] | None:
         busy = busy_by_cpu(self.cpus)
         if busy is None:
             return None
         table = process_table()
-        target = with_descendants(table, self.target_roots)
+        components = self._discover(table)
+        target = set(components) | with_descendants(table, self.target_roots)
         run = with_descendants(table, [self.root]) - target
         kernel = {p.pid for p in table.values() if p.ppid == 2 or p.pid == 2}  # kthreadd and its threads
         for pid in target:
             self.target_names.setdefault(pid, table[pid].comm)
         cpu = {pid: table[pid].cpu for pid in run | target | kernel}
         threads = thread_stats(run | target)
-        return time.monotonic(), busy, cpu, run, target, threads, kernel
+        return time.monotonic(), busy, cpu, run, target, threads, kernel, components
 
     def sample(self) -> None:
         now = self._read()
         if now is None or self._last is None:
             return
-        t0, busy0, cpu0, _, _, th0, _ = self._last
-        t1, busy1, cpu1, run, target, th1, kernel = now
+        t0, busy0, cpu0, _, _, th0, _, _ = self._last
+        t1, busy1, cpu1, run, target, th1, kernel, components = now
         machine = sum(busy1[c] - busy0.get(c, busy1[c]) for c in busy1)
 
         def used(group: set[int]) -> float:
             return sum(cpu1[p] - cpu0.get(p, 0.0) for p in group)
 
         tid_owner: dict[int, str] = {}
+        tid_component: dict[int, str] = {}
+        per: dict[str, list[float]] = {}  # component -> [CPU s, run-queue wait s] in this window
         for pid in target:
-            for tid in _tids(pid):
+            label = component_label(components.get(pid), self.target_names.get(pid, "?"))
+            for tid in tids_of(pid):
                 tid_owner[tid] = "target"
+                tid_component[tid] = label
+            per.setdefault(label, [0.0, 0.0])[0] += max(0.0, cpu1[pid] - cpu0.get(pid, 0.0))
+            facts = self.component_facts.setdefault(label, {"pids": set(), "cores": set()})
+            facts["pids"].add(pid)
         waited = {"run": 0.0, "target": 0.0}
         for tid, (_run, wait, core) in th1.items():
             who = tid_owner.get(tid, "run")
-            waited[who] += max(0.0, wait - th0.get(tid, (0.0, 0.0, 0))[1])
+            waited_here = max(0.0, wait - th0.get(tid, (0.0, 0.0, 0))[1])
+            waited[who] += waited_here
+            if tid in tid_component:
+                per[tid_component[tid]][1] += waited_here
             if _run > th0.get(tid, (0.0, 0.0, 0))[0]:
                 self.cores_seen[who].add(core)
+                if tid in tid_component:
+                    self.component_facts[tid_component[tid]]["cores"].add(core)
                 used_here = self.core_seconds[who]
                 used_here[core] = used_here.get(core, 0.0) + _run - th0.get(tid, (0.0, 0.0, 0))[0]
         self.windows.append(Window(t1 - t0, machine, max(0.0, used(run)), max(0.0, used(target)),
                                    waited["run"], waited["target"], max(0.0, used(kernel))))
+        self.component_windows.append({k: (round(v[0], 4), round(v[1], 4)) for k, v in per.items()})
         self._last = now
 
     def result(self) -> "Tenancy":
         self.sample()
         return Tenancy(len(self.cpus), self.windows, sorted(self.target_names.items()),
                        {k: sorted(v) for k, v in self.cores_seen.items()},
-                       {pid: affinity(pid) for pid in self.target_roots},
+                       {pid: a for pid in [*self.target_roots, *self.target_names] if (a := affinity(pid)) is not None},
                        self.port, self.found_by_socket,
-                       {k: {c: round(x, 4) for c, x in v.items()} for k, v in self.core_seconds.items()})
+                       {k: {c: round(x, 4) for c, x in v.items()} for k, v in self.core_seconds.items()},
+                       self._component_summary(), self.component_windows)
+
+    def _component_summary(self) -> list[dict[str, Any]]:
+        """Each component of the target over the stage: its name, how it was found, its processes, CPU,
+        run-queue wait and cores, the busiest first."""
+        out = []
+        for label, facts in self.component_facts.items():
+            cpu = sum(w.get(label, (0.0, 0.0))[0] for w in self.component_windows)
+            waited = sum(w.get(label, (0.0, 0.0))[1] for w in self.component_windows)
+            out.append({"label": label, "processes": len(facts["pids"]), "cpu": round(cpu, 3),
+                        "waited": round(waited, 3), "cores": sorted(facts["cores"])})
+        # the busiest first; at equal CPU (nothing ran yet) the URL's own processes, then in the order found
+        return sorted(out, key=lambda c: (-c["cpu"], not c["label"].endswith("(serves the URL)")))
 
 
 class Metered:
@@ -310,8 +229,8 @@ class Metered:
     a child process the harness waits on: the properties). ``with Metered(url, pids) as m: ...``, then
     ``m.tenancy``."""
 
-    def __init__(self, url: str | None, target_pids: Iterable[int] = ()) -> None:
-        self.url, self.target_pids = url, tuple(target_pids)
+    def __init__(self, url: str | None, target_pids: Iterable[int] = (), spec: Any = None) -> None:
+        self.url, self.target_pids, self.spec = url, tuple(target_pids), spec
         self.tenancy: Tenancy | None = None
 
     def __enter__(self) -> "Metered":
@@ -319,7 +238,9 @@ class Metered:
 
         self.meter: TenantMeter | None = None
         try:
-            self.meter = TenantMeter.for_url(self.url, None, self.target_pids)
+            self.meter = (TenantMeter.for_url(self.url, None, self.target_pids) if self.spec is None else
+                          TenantMeter.for_url(self.url, None, self.target_pids, self.spec.target_process,
+                                              self.spec.target_cgroup, [self.spec.opt("provider_url")]))
         except Exception:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
             return self
         self._stop = threading.Event()
@@ -338,11 +259,28 @@ class Metered:
             self.tenancy = self.meter.result()
 
 
-def _tids(pid: int) -> list[int]:
-    try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
+
+def _loopback_port(url: str | None) -> int | None:
+    from urllib.parse import urlsplit
+
+    from .placement import on_loopback
+
+    if not url or not on_loopback(url):
+        return None
+    parts = urlsplit(url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """A component's label back into its name and how it was found."""
+    name, _, how = label.partition(" (")
+    return name, how[:-1] if how.endswith(")") else how
+
+
+def component_label(c: Component | None, comm: str) -> str:
+    """A component of the target, as the sentences and the chart name it: its name and how it was found."""
+    return f"{c.comm} ({c.how})" if c is not None else f"{comm} (serves the URL)"
+
 
 
 @dataclass
@@ -357,6 +295,10 @@ class Tenancy:
     port: int | None = None
     found_by_socket: list[int] | None = None
     core_seconds: dict[str, dict[int, float]] = field(default_factory=dict)  # whom -> core -> CPU-seconds
+    # the target's components (peakproof.components): [{label, processes, cpu, waited, cores}], the busiest first,
+    # and each window's {label: (CPU s, run-queue wait s)}
+    components: list[dict[str, Any]] = field(default_factory=list)
+    component_windows: list[dict[str, tuple[float, float]]] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -403,18 +345,52 @@ class Tenancy:
         names = ", ".join(f"{pid} ({comm})" for pid, comm in self.target_processes[:8])
         more = f" and {len(self.target_processes) - 8} more" if len(self.target_processes) > 8 else ""
         allowed = sorted({c for a in self.target_affinity.values() if a for c in a})
-        text = f"the target's processes: {names}{more}; allowed on core(s) {cores_text(allowed) if allowed else 'unknown'}"
+        text = (self.components_sentence(seen) + "; " if self.components else "") + (
+            f"the target's processes: {names}{more}; allowed on core(s) {cores_text(allowed) if allowed else 'unknown'}")
         if seen:
             text += (f", seen running on core(s) {cores_text(self.cores_seen.get('target', []))}; the run's on "
                      f"{cores_text(self.cores_seen.get('run', []))}")
         return text
+
+    def components_sentence(self, cpu: bool = True) -> str:
+        """The target as a system: each component (processes of one name, found one way), its processes and
+        (``cpu``) its CPU over the stage; which were found and which stated (--target-process, --target-cgroup)."""
+        parts = []
+        for c in self.components:
+            name, how = split_label(c["label"])
+            found = how if how.startswith(("serves", "stated", "started")) else f"found: {how}"
+            figures = f" {c['cpu']:,.1f} s, waited for a CPU {c['waited']:,.1f} s" if cpu else ""
+            parts.append(f"{name} x{c['processes']}{figures} ({found})")
+        stated = sum(1 for c in self.components if split_label(c["label"])[1].startswith("stated"))
+        return (f"the target: {', '.join(parts)} ({len(self.components) - stated} component(s) found, {stated} "
+                f"stated)")
+
+    def busiest_component(self) -> dict[str, Any] | None:
+        """The component that used the most CPU over the stage, with its utilisation (cores) and saturation
+        (its threads' run-queue wait, as a share of the stage): the USE method's two figures."""
+        if not self.components or not self.wall:
+            return None
+        c = self.components[0]
+        return {**c, "cores_used": c["cpu"] / self.wall, "saturation": c["waited"] / self.wall}
+
+    def busiest_sentence(self) -> str:
+        b = self.busiest_component()
+        if b is None:
+            return ""
+        name, how = split_label(b["label"])
+        others = [f"{split_label(c['label'])[0]} {c['cpu'] / self.wall:.2f}" for c in self.components[1:4]]
+        return (f"the target's busiest component: {name} x{b['processes']} ({how}), {b['cores_used']:.2f} of a core "
+                f"over the stage, its threads waiting for a CPU {b['saturation']:.0%} of the time"
+                + (f" (then, in cores: {', '.join(others)})" if others else ""))
 
     def to_json(self) -> dict[str, Any]:
         return {"cores": self.cores, "windows": [w.to_json() for w in self.windows],
                 "target_processes": [list(p) for p in self.target_processes], "cores_seen": self.cores_seen,
                 "target_affinity": {str(k): list(v) if v else None for k, v in self.target_affinity.items()},
                 "port": self.port, "found_by_socket": self.found_by_socket,
-                "core_seconds": {k: {str(c): x for c, x in v.items()} for k, v in self.core_seconds.items()}}
+                "core_seconds": {k: {str(c): x for c, x in v.items()} for k, v in self.core_seconds.items()},
+                "components": self.components,
+                "component_windows": [{k: list(v) for k, v in w.items()} for w in self.component_windows]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Tenancy":
@@ -422,7 +398,9 @@ class Tenancy:
                    [(int(p), str(c)) for p, c in d.get("target_processes", [])], d.get("cores_seen", {}),
                    {int(k): tuple(v) if v else None for k, v in d.get("target_affinity", {}).items()},
                    d.get("port"), d.get("found_by_socket"),
-                   {k: {int(c): x for c, x in v.items()} for k, v in (d.get("core_seconds") or {}).items()})
+                   {k: {int(c): x for c, x in v.items()} for k, v in (d.get("core_seconds") or {}).items()},
+                   list(d.get("components") or []),
+                   [{k: (float(v[0]), float(v[1])) for k, v in w.items()} for w in d.get("component_windows") or []])
 
 
 def stretches(windows: list[Window], span: float) -> Iterable[Window]:
@@ -459,8 +437,14 @@ def shared_with_the_run(t: Tenancy) -> str | None:
     if not both or not t.target_processes:
         return None
     worst: Window | None = None
+    # A target free to run on every core waited for the harness only when the machine had no CPU to spare: with
+    # a core idle, a target of many processes waited for its own threads (a web tier, a database and workers queue
+    # behind one another). One held to some cores (its own taskset, a container) may starve beside an idle one.
+    allowed = {c for a in t.target_affinity.values() if a for c in a}
+    floor = SATURATED * t.cores if allowed and len(allowed) >= t.cores else 0.0
     for acc in stretches(t.windows, WINDOW):
-        if acc.run / acc.span >= NEIGHBOUR_CORES and acc.waited_target / acc.span >= RUN_WAIT and (
+        if acc.run / acc.span >= NEIGHBOUR_CORES and acc.waited_target / acc.span >= RUN_WAIT \
+                and acc.machine / acc.span >= floor and (
                 worst is None or acc.waited_target / acc.span > worst.waited_target / worst.span):
             worst = acc
     if worst is None:

@@ -356,7 +356,7 @@ def _tenant_meter(eng: Engine) -> Any:
     from ..tenants import TenantMeter
 
     try:
-        meter = TenantMeter.for_url(eng.scenario.host, eng.spec.run_pid, eng.spec.target_pids or ())
+        meter = TenantMeter.for_spec(eng.spec, eng.scenario.host)
     except Exception as e:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
         harness_error(eng, "reading the machine's tenants", e)
         return None

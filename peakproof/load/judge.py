@@ -72,6 +72,9 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
         latency_slos = {r.name for t, r in zip(thresholds, slos) if isinstance(t, Threshold)}
         slos = undecide_when_shared(slos, shared, latency_slos)
         checks = undecide_when_shared(checks, shared, latency_checks(sc))
+        slos = name_the_busiest(slos, rec.tenancy, latency_slos)
+        checks = name_the_busiest(checks, rec.tenancy, latency_checks(sc))
+        charts += component_charts(rec.tenancy)
     draw_faults(load_chart_list + charts, history, rec.started_wall)
     params = {**sc.params(), "scale": spec.scale, "time_scale": spec.time_scale, "spacing": spec.spacing,
               "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
@@ -108,6 +111,40 @@ def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
     if not sc.host or not on_loopback(sc.host):
         return None
     return place(usable_cores(), rec.processes, "loopback", can_pin=False).shared_reason()
+
+
+def name_the_busiest(results: list[CheckResult], tenancy: Any, names: Any) -> list[CheckResult]:
+    """A latency promise the target missed (decided: nothing outside it took CPU the run needed) names the
+    target's busiest component and how saturated it was: where a reader looks first (the USE method)."""
+    from dataclasses import replace
+
+    said = tenancy.busiest_sentence() if tenancy is not None else ""
+    if not said:
+        return results
+    wanted = set(names)
+    return [replace(r, note=f"{r.note}; {said}" if r.note else said) if r.failed and r.name in wanted else r
+            for r in results]
+
+
+def component_charts(tenancy: Any) -> list[Chart]:
+    """The target as a system over time: each component's CPU (cores) and its threads' run-queue wait, per
+    window of the tenant meter (about a second): which part was busy, and which waited, when the target missed."""
+    if tenancy is None or not tenancy.component_windows or not tenancy.components:
+        return []
+    t, cpu, wait = 0.0, {}, {}
+    labels = [c["label"] for c in tenancy.components[:8]]
+    for w, comp in zip(tenancy.windows, tenancy.component_windows):
+        t += w.span
+        for label in labels:
+            used, waited = comp.get(label, (0.0, 0.0))
+            cpu.setdefault(label, []).append((round(t, 2), round(used / max(w.span, 1e-9), 3)))
+            wait.setdefault(label, []).append((round(t, 2), round(waited / max(w.span, 1e-9), 3)))
+    note = tenancy.components_sentence()
+    return [Chart("The target's components: CPU used (cores) over time", "cores", cpu,
+                  x_label="s from the tenant meter's first reading", note=note),
+            Chart("The target's components: waiting for a CPU (run-queue wait, thread-seconds per second)",
+                  "thread-s / s", wait, x_label="s from the tenant meter's first reading",
+                  note="saturation: a component whose threads wait for a CPU while the target misses is short of cores")]
 
 
 def stated_rules(sc: Scenario, spec: RunSpec) -> dict[str, Any]:

@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=4, help="threads per worker (gthread; default 4)")
     ap.add_argument("--expiry-every", type=float, default=1.0, help="s between runs of the expiry job (default 1)")
     ap.add_argument("--admin-key", default="shop-admin-key", help="the X-Shop-Admin key that sets events up")
+    ap.add_argument("--slow-query", type=float, default=0.0, metavar="MS",
+                    help="each reservation first spends MS milliseconds in the database (pg_sleep), before the row "
+                         "lock: a shop that misses its latency limit at any rate, correct otherwise (default 0)")
     args = ap.parse_args(argv)
 
     folder = new_folder("tickets" + (f"-{args.defect}" if args.defect else ""), args.folder)
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             raise ComponentFailed(f"PostgreSQL: the schema could not be created: {exc}") from exc
         env = {"TICKETS_DSN": dsn, "TICKETS_ADMIN_KEY": args.admin_key, "TICKETS_DEFECT": args.defect or "",
-               "PYTHONPATH": str(ROOT)}
+               "TICKETS_SLOW_QUERY_MS": str(args.slow_query), "PYTHONPATH": str(ROOT)}
         stack.start("expiry", [sys.executable, "-m", "examples.stacks.tickets.expiry", "--every",
                                str(args.expiry_every)], env=env, cwd=ROOT)
         port = args.port or free_port()

@@ -151,6 +151,9 @@ def create_hold(slug: str) -> Response:
         raise ApiError(404, "EVENT_NOT_FOUND", f"no event {slug!r}")
     defect = os.environ.get("TICKETS_DEFECT") == "check-then-act"
     with c.transaction():
+        slow = float(os.environ.get("TICKETS_SLOW_QUERY_MS") or 0)
+        if slow:  # --slow-query MS: a slow statement in the database, before the row lock (slow, not serialised)
+            c.execute("SELECT pg_sleep(%s)", (slow / 1000,))
         first = c.execute("""INSERT INTO idempotency_keys (event_id, buyer, key, quantity) VALUES (%s, %s, %s, %s)
                              ON CONFLICT ON CONSTRAINT idempotency_once DO NOTHING RETURNING 1""",
                           (event["id"], buyer, key, quantity)).fetchone()
