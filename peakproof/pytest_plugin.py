@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -157,6 +158,104 @@ def announce(config: pytest.Config, text: str) -> None:
         return
     with capman.global_and_fixture_disabled():
         tr.write_line(text)
+
+
+def say_seconds(seconds: float) -> str:
+    """A duration as the announcements say it: seconds up to a minute and a half, then minutes."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+# The harness's own time limit for a property that announced its length: this many times what is still to go,
+# plus a margin (judging, a slow machine), and never below what its bounded waits could take.
+LIMIT_FACTOR, LIMIT_MARGIN = 3.0, 120.0
+
+
+def time_limit(item: pytest.Item) -> float:
+    """pytest-timeout's limit for ``item`` (s; 0 when it is off or not installed)."""
+    hook = item.config.pluginmanager.hook
+    if not hasattr(hook, "pytest_timeout_set_timer"):
+        return 0.0
+    marker = item.get_closest_marker("timeout")
+    current = (marker.args[0] if marker and marker.args else None) or item.config.getoption("timeout", None) \
+        or item.config.getini("timeout")
+    try:
+        return max(0.0, float(current or 0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class Pace:
+    """How long a property that waits on real time takes, said on the terminal and kept to.
+
+    Before it starts: ``units`` (examples, or one wait) of ``per_unit`` s each, as modelled from what the
+    preflight measured (the target's round trip, a median of warm requests) and the waits the target's
+    stated windows make, typical ones, never the worst. After each unit (:meth:`done`) the figure comes
+    from what the run measured: the time so far plus the units still to go at the mean measured so far;
+    said again after the first unit and whenever it moves by a quarter or more. Each time the harness's
+    own time limit (pytest-timeout) is re-armed above it: ``LIMIT_FACTOR`` times what is still to go plus
+    ``LIMIT_MARGIN``, and never below ``bound`` a unit (the longest its bounded waits can take), so no
+    property is cut by a limit the harness set itself. The session keeps every figure said and what the
+    test took (:class:`PropertiesSession` ``paces``), and lists them at the end."""
+
+    def __init__(self, item: pytest.Item, what: str, how: str, units: int, per_unit: float, *,
+                 unit: str = "example", bound: float = 0.0) -> None:
+        self.item, self.what, self.unit = item, what, unit
+        self.units, self.per_unit, self.bound = max(1, units), max(0.0, per_unit), max(bound, per_unit)
+        self.started = self.last = time.monotonic()
+        self.took: list[float] = []
+        self.deadline: float | None = None  # when the limit this pace armed fires (monotonic), None: none armed
+        self.record = session_of(item.config).paces.setdefault(item.nodeid, {"what": what, "said": [], "took": None,
+                                                                             "limit": None})
+        self.said = self.units * self.per_unit
+        limit = self._arm(self.said, self.units)
+        self._say(f"{how}: about {say_seconds(self.said)}" + self._limit_text(limit), self.said)
+
+    def done(self) -> float:
+        """One unit ended: fold in its measured duration; returns the figure now (s, the whole test's)."""
+        now = time.monotonic()
+        self.took.append(now - self.last)
+        self.last = now
+        left = max(0, self.units - len(self.took))
+        mean = sum(self.took) / len(self.took)
+        to_go = left * mean
+        total = (now - self.started) + to_go
+        limit = self._arm(to_go, left)
+        if len(self.took) == 1 or abs(total - self.said) > 0.25 * self.said:
+            n = len(self.took)
+            self._say(f"after {n} of {self.units} {self.unit}s ({mean:.1f} s each, measured): about "
+                      f"{say_seconds(total)} in all, {say_seconds(to_go)} to go" + self._limit_text(limit), total)
+        return total
+
+    def _say(self, text: str, seconds: float) -> None:
+        self.said = seconds
+        self.record["said"].append(round(seconds, 2))
+        announce(self.item.config, f"peakproof: {self.what}: {text}")
+
+    def _limit_text(self, limit: float | None) -> str:
+        return f" (the harness's time limit for it now {say_seconds(limit)})" if limit else ""
+
+    def _arm(self, to_go: float, units_left: int) -> float | None:
+        """Re-arm pytest-timeout so that it fires no sooner than what is still to go allows; returns the limit
+        from now when one is on (s), None when none is."""
+        configured = time_limit(self.item)
+        if configured <= 0 or not hasattr(self.item, "cancel_timeout"):
+            return None
+        now = time.monotonic()
+        need = max(LIMIT_FACTOR * to_go, units_left * self.bound) + LIMIT_MARGIN
+        if self.deadline is None:  # the first: from now, and never shorter than the configured limit
+            need = max(need, configured)
+        elif now + need <= self.deadline:
+            return self.deadline - now
+        from pytest_timeout import Settings  # the plugin's own record of a timer's settings
+
+        method = self.item.config.getoption("timeout_method", None) or self.item.config.getini("timeout_method") \
+            or "signal"
+        hook = self.item.config.pluginmanager.hook
+        hook.pytest_timeout_cancel_timer(item=self.item)
+        hook.pytest_timeout_set_timer(item=self.item, settings=Settings(need, method, False, False))
+        self.deadline = now + need
+        self.record["limit"] = round(need + (now - self.started), 1)
+        return need
 
 
 # pytest-selenium owns --driver in every pytest session it is installed in (its webdriver, dest "driver"):

@@ -74,6 +74,9 @@ class PropertiesSession:
     undecided: list[str] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)  # a harness crash's traceback, printed in the summary
     unreachable: dict[str, str] = field(default_factory=dict)
+    # how long each property that waits on real time said it would take and took (node id -> what, the figures
+    # it said in order, s, what its call took, s, and the time limit it armed): pytest_plugin.Pace fills it
+    paces: dict[str, dict[str, Any]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
     first_failure: str = ""
     headed: bool = False  # the session's header named the target and the profile
@@ -81,6 +84,8 @@ class PropertiesSession:
     # -- pytest's hooks ---------------------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and report.nodeid in self.paces:
+            self.paces[report.nodeid]["took"] = round(report.duration, 2)
         if report.when == "call" or (report.when != "call" and report.outcome != "passed"):
             key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
                                                                 "failed" if report.when == "call" else "errors")
@@ -165,6 +170,14 @@ class PropertiesSession:
             for case, rules in self.rules.items():
                 for rule, value in rules.items():
                     tr.write_line(f"  {case}: {rule}: {value}")
+        if self.paces:
+            tr.section("peakproof: how long the properties that wait on real time said they would take, and took")
+            for node, pace in self.paces.items():
+                said = pace["said"]
+                then = f" (then {', '.join(f'{s:.1f} s' for s in said[1:])}, from what it measured)" if said[1:] else ""
+                took = f"took {pace['took']:.1f} s" if pace.get("took") is not None else "did not end"
+                tr.write_line(f"  {node}: said about {said[0]:.1f} s{then}; {took}"
+                              + (f"; the harness's limit {pace['limit']:.0f} s" if pace.get("limit") else ""))
         if self.contracts:
             tr.section("peakproof: the contract, checked by Schemathesis")
             for r in self.contracts:
@@ -196,7 +209,7 @@ class PropertiesSession:
         return {"exercised": self.chances.exercised, "in_properties": self.chances.in_properties,
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
                 "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
-                "harness_errors": self.harness_errors,
+                "harness_errors": self.harness_errors, "paces": self.paces,
                 "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts]}
 
     def merge(self, doc: dict[str, Any]) -> None:
@@ -212,6 +225,7 @@ class PropertiesSession:
         self.undecided += doc.get("undecided", [])
         self.harness_errors += doc.get("harness_errors", [])
         self.unreachable.update(doc.get("unreachable", {}))
+        self.paces.update(doc.get("paces", {}))
         self.contracts += [_ContractEcho(**c) for c in doc.get("contracts", [])]
 
     @pytest.hookimpl(optionalhook=True)
