@@ -146,7 +146,10 @@ class CalibrationResult:
                 + (", ".join(cause) or "too few answers in time"))
 
 
-def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = 120.0,
+LADDER_LIMIT = 240.0  # s: one ladder's Locust run at most (from 1/s: about 60 s of steps, then up to 60 s of drain)
+
+
+def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = LADDER_LIMIT,
                     pin: int | None = None, **options: Any) -> CalibrationResult:
     """One Locust process, the case's calibration scenario, against ``spec``'s target (on core ``pin``
     if given); ``options`` change the spec for it (e.g. ``calibrate_max_rate``, ``pool_size``)."""

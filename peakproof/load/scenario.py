@@ -242,12 +242,13 @@ class Calibration(Scenario):
         """On the master, after ``setup``: when the target's service levels are judged and no first rate was
         stated, time :data:`TRICKLE` probes sent one at a time and start the ladder where the target surely
         keeps up. Returns what workers adopt (the ladder)."""
-        if self.spec.calibrate_latency and not self.spec.calibrate_min_rate:
+        if self.spec.calibrate_latency:  # timed whatever the first rate: the drain after the ladder reads it too
             times = [t for t in (self._probe_alone(10**9 + k) for k in range(self.TRICKLE)) if t is not None]
             if times:
                 self.answer_time = sorted(times)[len(times) // 2]
-                cap = self.min_share * min(float(self.peak_rate() or 1000.0), self.top)
-                self.set_rates(max(self.FLOOR, min(cap, 0.25 / max(self.answer_time, 1e-4))))
+                if not self.spec.calibrate_min_rate:
+                    cap = self.min_share * min(float(self.peak_rate() or 1000.0), self.top)
+                    self.set_rates(max(self.FLOOR, min(cap, 0.25 / max(self.answer_time, 1e-4))))
         return {"calibration_rates": self.rates}
 
     def adopt_rates(self, shared: dict[str, Any]) -> None:
@@ -264,19 +265,21 @@ class Calibration(Scenario):
         return op.latency if op is not None and op.done and op.type != "info" else None
 
     def finish(self, history: History) -> None:
-        """Let the target drain: probes one at a time until three in a row come back within the limit."""
+        """Let the target drain: probes one at a time until three in a row come back within the limit (or, for
+        a target slower than the limit even alone, within half as much again as its answers alone took)."""
         if not self.spec.calibrate_latency:
             return
         t0 = time.monotonic()
         in_time, k = 0, 0
+        limit = max(self.latency_limit, 1.5 * self.answer_time) if self.answer_time else self.latency_limit
         while time.monotonic() - t0 < self.DRAIN_LIMIT:
             took = self._probe_alone(2 * 10**9 + k)
             k += 1
-            in_time = in_time + 1 if took is not None and took <= self.latency_limit else 0
+            in_time = in_time + 1 if took is not None and took <= limit else 0
             if in_time >= 3:
                 self.drained = time.monotonic() - t0
                 return
-            if took is None or took > self.latency_limit:
+            if took is None or took > limit:
                 time.sleep(0.2)
 
     def handlers(self) -> dict[str, Handler]:
