@@ -114,6 +114,9 @@ class CalibrationResult:
     def after(self) -> str:
         """What followed the ladder: the drain, and a neighbour that took CPU meanwhile."""
         out = ""
+        if self.stepped_down_from and self.rate > 0:
+            out += (f"; the first ladder's first step ({self.stepped_down_from:,.3g}/s) missed, so the ladder stepped "
+                    f"down to {STEP_DOWN:g}/s and climbed again, the target warmed first (a cold start?)")
         if self.latency_checked and self.drained is None and self.steps:
             out += (f"; the target did not answer in time again within {self.drain_limit:.0f} s after the ladder: "
                     f"the next stage may start on its backlog")
