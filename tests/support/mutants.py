@@ -632,6 +632,10 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "tickets-on-stdlib": ("tickets", on_stdlib("tickets")),
     "feed-on-stdlib": ("feed", on_stdlib("feed")),
     "notifications-on-stdlib": ("notifications", on_stdlib("notifications")),
+    # ... each accepting one request outside its contract (a contract note; --strict-contract fails it)
+    "tickets-on-stdlib-lenient": ("tickets", on_stdlib("tickets", lenient=True)),
+    "feed-on-stdlib-lenient": ("feed", on_stdlib("feed", lenient=True)),
+    "notifications-on-stdlib-lenient": ("notifications", on_stdlib("notifications", lenient=True)),
     "tickets-expiry-job": ("tickets", tickets_expiry_job),
     "tickets-returns-lapsed-units-late": ("tickets", tickets_returns_lapsed_units_late),
     "notifications-breaker-never-opens": ("notifications", notifications_breaker_never_opens),

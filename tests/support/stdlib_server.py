@@ -14,6 +14,14 @@ habits, each of which HTTP allows and none of which breaks a promise of the desi
 
 Served as variants (``tests/support/mutants.py``: ``<case>-on-stdlib``): the reference's
 ``serve_asgi`` is swapped for :func:`serve_stdlib` before ``peakproof serve`` starts it.
+
+With ``lenient=True`` (``<case>-on-stdlib-lenient``) each also accepts one request outside its
+contract, as many a correct service does, breaking no promise of the design (contract notes,
+Schemathesis's ST201; ``--strict-contract`` fails them):
+
+* tickets: a quota's capacity unbounded but by its 64-bit column (the contract says at most 10^9);
+* feed: an empty ``cursor=`` taken as no cursor (``parse_qs``'s default drops blank values);
+* notifications: an empty e-mail address accepted, and kept where the recipient lists e-mail.
 """
 
 from __future__ import annotations
@@ -88,10 +96,11 @@ class AsgiBridge:
 
 Rewrite = Callable[[str, str, bytes], "Answer | None"]  # (method, path, body) -> an answer of its own, or None
 Reshape = Callable[[str, str, Answer], Answer]  # (method, path, the app's answer) -> the answer sent
+Reread = Callable[[str, str], str]  # (method, request target) -> the request target the app is given
 
 
 def serve_stdlib(app: Any, host: str, port: int, *, refuse: Rewrite | None = None,
-                 reshape: Reshape | None = None) -> None:
+                 reshape: Reshape | None = None, reread: Reread | None = None) -> None:
     """Serve ``app`` on ``http.server`` until interrupted (GET, POST, PUT, DELETE; others 501)."""
     bridge = AsgiBridge(app)
 
@@ -108,7 +117,8 @@ def serve_stdlib(app: Any, host: str, port: int, *, refuse: Rewrite | None = Non
             path = self.path.partition("?")[0]
             answer = refuse(self.command, path, body) if refuse else None
             if answer is None:
-                answer = bridge.call(self.command, self.path, list(self.headers.items()), body)
+                target = reread(self.command, self.path) if reread else self.path
+                answer = bridge.call(self.command, target, list(self.headers.items()), body)
                 if reshape:
                     answer = reshape(self.command, path, answer)
             status, headers, content = answer
@@ -188,15 +198,77 @@ FORMS: dict[str, dict[str, Any]] = {
     "notifications": {},
 }
 
+# -- leniencies: a request outside the contract accepted, no promise of the design broken ----------------
 
-def on_stdlib(case: str) -> Callable[[], None]:
-    """The variant's patch: ``peakproof serve <case>`` serves on ``http.server`` with the case's forms."""
+BIGINT = 2 ** 63 - 1  # what a 64-bit integer column holds
+
+
+def tickets_unbounded_capacity() -> None:
+    """A quota's capacity is bounded by its column alone (BIGINT), not by the contract's 10^9:
+    ``PUT /quotas/q {"capacity": 1000000001}`` makes a quota of that many. Above the column's
+    reach it is still a 400, as the shop's database would refuse it."""
+    from peakproof.targets.tickets import core
+
+    core.MAX_CAPACITY = BIGINT  # put_quota reads it at each call
+
+
+def feed_blank_cursor_is_none(method: str, target: str) -> str:
+    """``?cursor=`` (blank) is no cursor, the first page: the query parsed as ``parse_qs`` does by
+    default, blank values dropped (the contract's cursor has a pattern an empty one does not match)."""
+    path, sep, query = target.partition("?")
+    if not sep:
+        return target
+    kept = [part for part in query.split("&") if part not in ("cursor", "cursor=")]
+    return path + ("?" + "&".join(kept) if kept else "")
+
+
+def notifications_keeps_an_empty_email() -> None:
+    """A recipient's ``email`` may be empty (a nullable column; the contract says 1 to 320 characters):
+    every other rule is the design's, and the empty address is kept where the recipient lists e-mail
+    (a call there goes to ``""``, which the provider answers as it answers any address)."""
+    from dataclasses import replace as _replace
+
+    from peakproof.targets.notifications.core import NotificationsCore
+
+    original = NotificationsCore.put_recipient
+
+    def put_recipient(self: NotificationsCore, recipient_id: str, channels: list[str],
+                      addresses: dict[str, str]) -> Any:
+        if not isinstance(addresses, dict) or addresses.get("email") != "":
+            return original(self, recipient_id, channels, addresses)
+        r = original(self, recipient_id, channels, {**addresses, "email": "(empty)"})  # the design's other rules
+        if "email" in r.addresses:
+            r = _replace(r, addresses={**r.addresses, "email": ""})
+            self.store.save_recipient(r)
+        return r
+
+    NotificationsCore.put_recipient = put_recipient  # type: ignore[method-assign]
+
+
+LENIENCIES: dict[str, dict[str, Any]] = {  # "patch": run in the served process; the rest: serve_stdlib's forms
+    "tickets": {"patch": tickets_unbounded_capacity},
+    "feed": {"reread": feed_blank_cursor_is_none},
+    "notifications": {"patch": notifications_keeps_an_empty_email},
+}
+
+
+def on_stdlib(case: str, *, lenient: bool = False) -> Callable[[], None]:
+    """The variant's patch: ``peakproof serve <case>`` serves on ``http.server`` with the case's forms,
+    and with ``lenient`` its leniency too (:data:`LENIENCIES`)."""
 
     def patch() -> None:
         import peakproof.targets._lean as lean
 
+        forms = dict(FORMS[case])
+        if lenient:
+            extra = dict(LENIENCIES[case])
+            fix = extra.pop("patch", None)
+            if fix is not None:
+                fix()
+            forms.update(extra)
+
         def serve_asgi(app: Any, host: str, port: int, http: str = "uvicorn", **_: Any) -> None:
-            serve_stdlib(app, host, port, **FORMS[case])
+            serve_stdlib(app, host, port, **forms)
 
         lean.serve_asgi = serve_asgi  # the servers import it at call time
 
