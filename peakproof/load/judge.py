@@ -122,8 +122,9 @@ def name_the_busiest(results: list[CheckResult], tenancy: Any, names: Any) -> li
     if not said:
         return results
     wanted = set(names)
-    return [replace(r, note=f"{r.note}; {said}" if r.note else said) if r.failed and r.name in wanted else r
-            for r in results]
+    # on the violation itself: the terminal's "why" line and the verdict's reasons read it
+    return [replace(r, first_violation=f"{r.first_violation}; {said}" if r.first_violation else said)
+            if r.failed and r.name in wanted else r for r in results]
 
 
 def component_charts(tenancy: Any) -> list[Chart]:

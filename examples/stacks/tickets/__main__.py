@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-query", type=float, default=0.0, metavar="MS",
                     help="each reservation first spends MS milliseconds in the database (pg_sleep), before the row "
                          "lock: a shop that misses its latency limit at any rate, correct otherwise (default 0)")
+    ap.add_argument("--cpu-per-request", type=float, default=0.0, metavar="MS",
+                    help="each reservation first computes for MS milliseconds of CPU in its gunicorn worker: a shop "
+                         "slow on its own CPU (a neighbour taking that CPU makes its miss undecided) (default 0)")
     args = ap.parse_args(argv)
 
     folder = new_folder("tickets" + (f"-{args.defect}" if args.defect else ""), args.folder)
@@ -45,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             raise ComponentFailed(f"PostgreSQL: the schema could not be created: {exc}") from exc
         env = {"TICKETS_DSN": dsn, "TICKETS_ADMIN_KEY": args.admin_key, "TICKETS_DEFECT": args.defect or "",
-               "TICKETS_SLOW_QUERY_MS": str(args.slow_query), "PYTHONPATH": str(ROOT)}
+               "TICKETS_SLOW_QUERY_MS": str(args.slow_query),
+               "TICKETS_CPU_PER_REQUEST_MS": str(args.cpu_per_request), "PYTHONPATH": str(ROOT)}
         stack.start("expiry", [sys.executable, "-m", "examples.stacks.tickets.expiry", "--every",
                                str(args.expiry_every)], env=env, cwd=ROOT)
         port = args.port or free_port()

@@ -19,9 +19,11 @@ The environment: ``TICKETS_DSN`` (the database), ``TICKETS_ADMIN_KEY``, ``TICKET
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -150,6 +152,11 @@ def create_hold(slug: str) -> Response:
     if event is None:
         raise ApiError(404, "EVENT_NOT_FOUND", f"no event {slug!r}")
     defect = os.environ.get("TICKETS_DEFECT") == "check-then-act"
+    busy = float(os.environ.get("TICKETS_CPU_PER_REQUEST_MS") or 0)
+    if busy:  # --cpu-per-request MS: a pricing rule that computes for MS ms of this thread's CPU before the hold
+        until = time.thread_time() + busy / 1000
+        while time.thread_time() < until:
+            hashlib.sha256(key.encode()).digest()
     with c.transaction():
         slow = float(os.environ.get("TICKETS_SLOW_QUERY_MS") or 0)
         if slow:  # --slow-query MS: a slow statement in the database, before the row lock (slow, not serialised)
