@@ -89,10 +89,10 @@ class CalibrationResult:
             return "the calibration could not conclude: no step of its ladder ran"
         low = min(tried, key=lambda st: st.get("rate", 0))
         first = tried[0]
-        down = (f"its first step ({first['rate']:,.3g}/s) failed, so did the ladder that stepped down to "
+        down = (f"its first step ({per_s(first['rate'])}) failed, so did the ladder that stepped down to "
                 if self.stepped_down_from and first is not low else "even ")
         warm = f" after a {self.warmup:g} s warm-up" if self.warmup else ""
-        return (f"the calibration could not conclude: {down}its lowest step ({low['rate']:,.3g}/s){warm}: "
+        return (f"the calibration could not conclude: {down}its lowest step ({per_s(low['rate'])}){warm}: "
                 f"{low.get('on_time_share', 0):.0%} on time, p99 {(low.get('p99_from_intended') or 0) * 1000:,.0f} ms "
                 f"from the intended instant (limit {self.latency_limit * 1000:,.0f} ms), {low.get('errors', 0):,} "
                 f"errors" + (f", {low['broken']:,} answers broke a promise" if low.get("broken") else ""))
@@ -115,7 +115,7 @@ class CalibrationResult:
         """What followed the ladder: the drain, and a neighbour that took CPU meanwhile."""
         out = ""
         if self.stepped_down_from and self.rate > 0:
-            out += (f"; the first ladder's first step ({self.stepped_down_from:,.3g}/s) missed, so the ladder stepped "
+            out += (f"; the first ladder's first step ({per_s(self.stepped_down_from)}) missed, so the ladder stepped "
                     f"down to {STEP_DOWN:g}/s and climbed again, the target warmed first (a cold start?)")
         if self.latency_checked and self.drained is None and self.steps:
             out += (f"; the target did not answer in time again within {self.drain_limit:.0f} s after the ladder: "
@@ -147,6 +147,11 @@ class CalibrationResult:
         who = {"generator": "the generator fell behind", "target": "the target missed its limits"}.get(self.stopped_by, "")
         return (f"; stopped at {failed['rate']:,.0f}/s{' (' + who + ')' if who else ''}: "
                 + (", ".join(cause) or "too few answers in time"))
+
+
+def per_s(rate: float) -> str:
+    """A step's rate as the ladder's lines print it: three digits below 100/s (1.4/s), whole above (2,296/s)."""
+    return f"{rate:,.0f}/s" if rate >= 100 else f"{rate:.3g}/s"
 
 
 LADDER_LIMIT = 240.0  # s: one ladder's Locust run at most (from 1/s: about 60 s of steps, then up to 60 s of drain)

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .calibrate import CLIMBS, CalibrationResult, auto_scale, climb, lowest_scale, processes_for, write_calibration
+from .calibrate import (CLIMBS, CalibrationResult, auto_scale, climb, lowest_scale, per_s, processes_for,
+                        write_calibration)
 from .placement import Placement, on_loopback, pin, taskset, usable_cores
 from .case import Case
 from . import junit
@@ -289,7 +290,7 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
             spec = spec.with_options(**{axis: min(cap, lowest)})
             where = ("the lowest rate the calibration tried" if cal.lowest_tried else "the ladder's lowest step")
             head = (f"{flag} auto could not size the load ({cal.sentence()}); the load runs at {where} "
-                    f"({low_rate:,.3g} arrivals/s), where every promise is still judged and a latency miss is the "
+                    f"({per_s(low_rate)}), where every promise is still judged and a latency miss is the "
                     f"target's; ")
         elif fitted <= 0:
             spec = spec.with_options(**{axis: default})
@@ -335,10 +336,10 @@ def steps_line(cal: CalibrationResult) -> str:
     def one(st: dict) -> str:
         p99 = st.get("p99_from_intended")
         how = "kept" if st.get("kept") else ("not sent" if not st.get("sent") else "missed")
-        return f"{st['rate']:,.3g}/s " + (f"p99 {p99 * 1000:,.0f} ms " if p99 is not None else "") + how
+        return f"{per_s(st['rate'])} " + (f"p99 {p99 * 1000:,.0f} ms " if p99 is not None else "") + how
 
     shown = [st for st in cal.steps if st.get("sent")]
-    return (f"{len(shown)} step(s) (warm-up {cal.warmup:g} s each ladder): " + ", ".join(one(st) for st in shown)
+    return (f"{len(shown)} step(s), each ladder's target warmed first: " + ", ".join(one(st) for st in shown)
             if shown else "no step ran")
 
 
