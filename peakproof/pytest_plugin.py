@@ -184,22 +184,36 @@ def time_limit(item: pytest.Item) -> float:
         return 0.0
 
 
+# How much the modelled figure weighs against the measured units, in units: a few examples of a machine vary
+# threefold (Hypothesis turns rules on and off per example), so one measured example does not overrule the model.
+PRIOR_UNITS = 3
+
+
+def hypothesis_small_examples(max_examples: int) -> int:
+    """How many of a run's first examples Hypothesis keeps small: its simplest (every choice the least), then
+    up to a tenth of ``max_examples`` (at most 50) whose later choices are all the least. They cost a fraction
+    of the rest (a notifications machine: 0.2 and 0.4 s, then 3 to 15 s), so they tell nothing of the rest."""
+    return 1 + min(max_examples // 10, 50)
+
+
 class Pace:
     """How long a property that waits on real time takes, said on the terminal and kept to.
 
     Before it starts: ``units`` (examples, or one wait) of ``per_unit`` s each, as modelled from what the
     preflight measured (the target's round trip, a median of warm requests) and the waits the target's
     stated windows make, typical ones, never the worst. After each unit (:meth:`done`) the figure comes
-    from what the run measured: the time so far plus the units still to go at the mean measured so far;
-    said again after the first unit and whenever it moves by a quarter or more. Each time the harness's
-    own time limit (pytest-timeout) is re-armed above it: ``LIMIT_FACTOR`` times what is still to go plus
-    ``LIMIT_MARGIN``, and never below ``bound`` a unit (the longest its bounded waits can take), so no
-    property is cut by a limit the harness set itself. The session keeps every figure said and what the
-    test took (:class:`PropertiesSession` ``paces``), and lists them at the end."""
+    from what the run measured: the time so far, plus the units still to go at the mean of the measured
+    ones (the first ``small`` aside: Hypothesis's small examples, :func:`hypothesis_small_examples`), the
+    model counting as ``PRIOR_UNITS`` of them; said again after the first unit that counts, and whenever
+    it moves by a quarter or more. Each time the harness's own time limit (pytest-timeout) is re-armed
+    above it: ``LIMIT_FACTOR`` times what is still to go plus ``LIMIT_MARGIN``, and never below ``bound``
+    a unit (the longest its bounded waits can take), so no property is cut by a limit the harness set
+    itself. The session keeps every figure said and what the test took (:class:`PropertiesSession`
+    ``paces``), and lists them at the end."""
 
     def __init__(self, item: pytest.Item, what: str, how: str, units: int, per_unit: float, *,
-                 unit: str = "example", bound: float = 0.0) -> None:
-        self.item, self.what, self.unit = item, what, unit
+                 unit: str = "example", bound: float = 0.0, small: int = 0) -> None:
+        self.item, self.what, self.unit, self.small = item, what, unit, small
         self.units, self.per_unit, self.bound = max(1, units), max(0.0, per_unit), max(bound, per_unit)
         self.started = self.last = time.monotonic()
         self.took: list[float] = []
@@ -208,7 +222,8 @@ class Pace:
                                                                              "limit": None})
         self.said = self.units * self.per_unit
         limit = self._arm(self.said, self.units)
-        self._say(f"{how}: about {say_seconds(self.said)}" + self._limit_text(limit), self.said)
+        self._say(f"{how}: about {say_seconds(self.said)}" + (f" (the harness's time limit for it: "
+                                                              f"{say_seconds(limit)})" if limit else ""), self.said)
 
     def done(self) -> float:
         """One unit ended: fold in its measured duration; returns the figure now (s, the whole test's)."""
@@ -216,23 +231,22 @@ class Pace:
         self.took.append(now - self.last)
         self.last = now
         left = max(0, self.units - len(self.took))
-        mean = sum(self.took) / len(self.took)
-        to_go = left * mean
+        counted = self.took[self.small:]
+        each = (PRIOR_UNITS * self.per_unit + sum(counted)) / (PRIOR_UNITS + len(counted))
+        to_go = left * each
         total = (now - self.started) + to_go
-        limit = self._arm(to_go, left)
-        if len(self.took) == 1 or abs(total - self.said) > 0.25 * self.said:
-            n = len(self.took)
-            self._say(f"after {n} of {self.units} {self.unit}s ({mean:.1f} s each, measured): about "
-                      f"{say_seconds(total)} in all, {say_seconds(to_go)} to go" + self._limit_text(limit), total)
+        self._arm(to_go, left)
+        if counted and (len(counted) == 1 or abs(total - self.said) > 0.25 * self.said):
+            n, mean = len(self.took), sum(counted) / len(counted)
+            aside = f", the first {self.small} aside: Hypothesis's simplest" if self.small else ""
+            self._say(f"after {n} of {self.units} {self.unit}s ({mean:.1f} s each, measured{aside}): about "
+                      f"{say_seconds(total)} in all, {say_seconds(to_go)} to go", total)
         return total
 
     def _say(self, text: str, seconds: float) -> None:
         self.said = seconds
         self.record["said"].append(round(seconds, 2))
         announce(self.item.config, f"peakproof: {self.what}: {text}")
-
-    def _limit_text(self, limit: float | None) -> str:
-        return f" (the harness's time limit for it now {say_seconds(limit)})" if limit else ""
 
     def _arm(self, to_go: float, units_left: int) -> float | None:
         """Re-arm pytest-timeout so that it fires no sooner than what is still to go allows; returns the limit

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from peakproof import pytest_plugin
-from peakproof.pytest_plugin import LIMIT_FACTOR, LIMIT_MARGIN, Pace
+from peakproof.pytest_plugin import LIMIT_FACTOR, LIMIT_MARGIN, PRIOR_UNITS, Pace, hypothesis_small_examples
 from peakproof.pytest_session import PropertiesSession, session_of
 
 
@@ -57,14 +57,28 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 def test_the_first_figure_is_the_model_s_and_every_later_one_what_the_run_measured(clock: Clock) -> None:
     it = item(None)
-    pace = Pace(it, "tickets over HTTP", "12 examples x 20 steps", 4, 10.0)
+    pace = Pace(it, "tickets over HTTP", "4 examples x 20 steps", 4, 10.0)
     for took in (2.0, 2.0, 10.0, 2.0):
         clock.now += took
         pace.done()
     said = session_of(it.config).paces[it.nodeid]["said"]
-    # 40 s modelled; after the first example (2 s) 2 + 3 x 2; after the second 4 + 2 x 2 is within a quarter
-    # of that (not said again); after the third (10 s) 14 + 1 x 4.67; after the last, 16: within a quarter
-    assert said == [40.0, 8.0, 18.67]
+    # 40 s modelled; after the first example (2 s): 2 s so far and 3 to go at (3 x 10 + 2) / 4, the model
+    # counting as PRIOR_UNITS examples; after the second, 4 + 2 x (30 + 4) / 5 moved by more than a quarter:
+    # said again; after the third (10 s) and the fourth, within a quarter of that: not said again
+    assert PRIOR_UNITS == 3 and said == [40.0, 2 + 3 * 8.0, 4 + 2 * 6.8]
+
+
+def test_hypothesis_s_small_first_examples_are_not_counted(clock: Clock) -> None:
+    it = item(None)
+    small = hypothesis_small_examples(12)  # the simplest, then one more whose later choices are the least
+    pace = Pace(it, "notifications over HTTP", "12 examples", 12, 8.0, small=small)
+    for n, took in enumerate((0.2, 0.4), 1):  # the model stands for the rest, and nothing is said again
+        clock.now += took
+        assert pace.done() == pytest.approx((clock.now - 1000.0) + (12 - n) * 8.0)
+    clock.now += 14.0
+    pace.done()
+    assert small == 2 and session_of(it.config).paces[it.nodeid]["said"] == [
+        96.0, pytest.approx(14.6 + 9 * (3 * 8.0 + 14.0) / 4)]
 
 
 def test_more_units_than_planned_add_what_they_took_and_nothing_to_go(clock: Clock) -> None:
@@ -86,7 +100,7 @@ def test_the_harness_s_limit_is_armed_above_what_is_said_and_is_never_shortened(
     assert len(armed) == 1
     clock.now += 2000.0  # an example far slower than modelled: to go, 8 x 1002.5 s; re-armed above it
     pace.done()
-    assert armed[-1] == LIMIT_FACTOR * 8 * (2005.0 / 2) + LIMIT_MARGIN
+    assert armed[-1] == LIMIT_FACTOR * 8 * (PRIOR_UNITS * 60.0 + 2005.0) / (PRIOR_UNITS + 2) + LIMIT_MARGIN
     assert session_of(it.config).paces[it.nodeid]["limit"] >= session_of(it.config).paces[it.nodeid]["said"][-1]
 
 
