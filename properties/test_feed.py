@@ -27,7 +27,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from peakproof.cases.feed import check_feed
 from peakproof.cases.feed.rules import OrderRules
 from peakproof.checks import assert_checks
-from peakproof.pytest_plugin import Target, assert_contract_kept, contract_for
+from peakproof.pytest_plugin import Pace, Target, assert_contract_kept, contract_for, hypothesis_small_examples
 from peakproof.realtime import run_machine
 
 USERS = [f"u{i}" for i in range(4)]
@@ -209,16 +209,36 @@ def test_feeds_match_the_pull_model_and_keep_every_invariant(feed_target: Target
     run_state_machine_as_test(Machine)
 
 
-def test_a_served_feed_matches_the_pull_model_over_http(feed_target: Target) -> None:
+# A step of the machine over a URL: its request (a thread posts a few, a page turn two), the target's fan-out
+# awaited where it reports a backlog (a poll or two of its stats), the checks over the history so far.
+REQUESTS_A_STEP = 3
+
+
+def test_a_served_feed_matches_the_pull_model_over_http(feed_target: Target, request: pytest.FixtureRequest) -> None:
+    """Over a URL the machine waits on the target: its answers, and where the target reports a fan-out
+    backlog, the backlog drained (up to 5 s a step): it says how long before it starts, again from what its
+    first examples measured, and re-arms the harness's time limit above that."""
     if feed_target.in_process:
         pytest.skip("needs --target-url .../feed (e.g. peakproof serve feed, then http://127.0.0.1:8000/feed)")
     d, run = feed_target.new_driver(), uuid.uuid4().hex[:8]
     for op in (d.follow(f"{run}-a", f"{run}-b"), d.publish(f"{run}-b", "preflight"), d.read(f"{run}-a", 5)):
         feed_target.off_contract(op)
         assert op.type == "ok", f"a valid {op.f} must be accepted (the machine's first steps). Actual: {op!r}"
+    # the round trip: the median of a few warm reads (a first request pays for a connection and a cold pool)
+    reads = sorted(op.latency for op in (d.read(f"{run}-a", 5) for _ in range(5)) if op.done)
+    round_trip = reads[len(reads) // 2]
+    examples, steps = settings.default.max_examples, settings.default.stateful_step_count
+    # longest: a step's fan-out wait is bounded at 5 s (the driver's), its requests are not: a few round trips
+    pace = Pace(request.node, "feed over HTTP", f"{examples} examples x {steps} steps and a "
+                f"{round_trip * 1000:.0f} ms round trip", examples, steps * REQUESTS_A_STEP * max(round_trip, 0.0005),
+                bound=steps * (5.0 + 2 * REQUESTS_A_STEP * max(round_trip, 0.0005)),
+                small=hypothesis_small_examples(examples))
 
     class Machine(FeedMachine):
         target = feed_target
+
+        def teardown(self) -> None:
+            pace.done()
 
     # the profile's budget (an example is ~30 ms over loopback); the first failing run is reported as
     # found: shrinking it over HTTP replays hundreds of runs against a live server (minutes)

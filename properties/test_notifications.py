@@ -26,8 +26,9 @@ from peakproof import nemesis
 from peakproof.cases.notifications.breaker import DECIDED_BEFORE, HEARD_LATE, due_openings
 from peakproof.checks import assert_checks
 from peakproof.history import FAIL, OK
-from peakproof.pytest_plugin import Target, announce, assert_contract_kept, contract_for
-from peakproof.realtime import extend_harness_timeout, run_machine
+from peakproof.pytest_plugin import (Pace, Target, announce, assert_contract_kept, contract_for,
+                                     hypothesis_small_examples)
+from peakproof.realtime import run_machine
 
 CHANNELS = ["push", "sms", "email"]
 TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
@@ -218,31 +219,59 @@ PYTEST_CONFIG: list[Any] = []  # the session's config, for progress lines (set b
 
 
 def step_seconds(rules: DeliveryRules) -> dict[str, float]:
-    """What each real-time rule of :class:`OverHttp` sleeps, from the target's stated rules."""
+    """What each real-time rule of :class:`OverHttp` waits, from the target's stated rules: the longest its
+    sleeps and bounded waits make it (each rule's typical wait is about this; the bounded polls end sooner)."""
     return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
             "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
-            "a_dead_address_meets_a_burst": 2.0, "time_passes": 1.0,
-            "an_urgent_one_then_reminders_at_once": min(rules.backoff, 1.0) + 0.1,
-            "settle (each example's end)": min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))}
+            "a_dead_address_meets_a_burst": DECIDED_BEFORE + 0.4, "time_passes": 0.99,
+            "an_urgent_one_then_reminders_at_once": min(rules.backoff, 1.0) + 0.1}
 
 
-def announce_duration(rules: DeliveryRules, examples: int, steps: int, url: str) -> tuple[float, float]:
-    """Print how long the machine may take, worked out from the rules, and what to state when it is long:
-    (typical, worst) seconds."""
+def example_model(rules: DeliveryRules, steps: int, round_trip: float, n_rules: int) -> tuple[float, float]:
+    """How long an example of :class:`OverHttp` takes, as modelled before any ran: (typical, longest) seconds.
+    Typical: the rules drawn about evenly (``n_rules`` of them), each step's waits as :func:`step_seconds`
+    says, and its requests: its own sends and the invariant's reads, every notification of the example
+    so far, REQUESTS_A_STEP round trips on average; then the example's end, a settle of a round or two.
+    Longest: every step the longest wait, every settle its bound: a floor of the harness's time limit,
+    not a duration."""
     each = step_seconds(rules)
-    longest = max((k for k in each if not k.startswith("settle")), key=each.__getitem__)
-    n_rules = 10  # the machine's rules, drawn about evenly
-    typical = examples * (steps * sum(v for k, v in each.items() if not k.startswith("settle")) / n_rules
-                          + each["settle (each example's end)"])
-    worst = examples * (steps * each[longest] + each["settle (each example's end)"])
-    progress(f"{url}: {examples} examples x {steps} steps; the target's rules (backoff {rules.backoff:g} s, answer "
-             f"timeout {rules.answer_timeout:g} s, budget {rules.budget}) make its longest step "
-             f"{longest} {each[longest]:.1f} s: about {typical / 60:.1f} min, at worst {worst / 60:.1f} min")
-    if typical > 600:
-        progress("that is long: if your target's rounds are shorter than the seed's, state them (--backoff, "
-                 "--call-timeout, --budget); HYPOTHESIS_PROFILE=dev runs fewer examples; or leave these rules to the "
-                 "load (peakproof run --skip-properties)")
-    return typical, worst
+    requests = REQUESTS_A_STEP * max(round_trip, 0.002)
+    settle = settle_bound(rules)
+    typical = steps * (sum(each.values()) / n_rules + requests) + min(settle, rules.backoff + rules.answer_timeout)
+    longest = steps * (max(each.values()) + 2 * rules.answer_timeout + 2 + requests) + settle
+    return typical, longest
+
+
+# A step's requests over a URL: its sends, the providers' record, and a read of every notification of the
+# example so far (the invariant): about this many round trips a step, over an example of 15 steps.
+REQUESTS_A_STEP = 8
+
+
+def settle_bound(rules: DeliveryRules) -> float:
+    """Five rounds of the target's (backoff plus a lost answer's timeout), 2 to 10 s: how long an example's end
+    waits at most for its cascades to finish (a target with the seed's 30 s rounds cannot finish them within a
+    property's step anyway)."""
+    return min(10.0, max(2.0, 5 * (rules.backoff + rules.answer_timeout)))
+
+
+def rule_count(machine: type) -> int:
+    """How many rules a state machine draws from (its initialize rules aside)."""
+    return sum(1 for name in dir(machine) if getattr(getattr(machine, name, None), "hypothesis_stateful_rule", None))
+
+
+def announce_duration(item: pytest.Item, rules: DeliveryRules, examples: int, steps: int, url: str,
+                      round_trip: float, n_rules: int) -> Pace:
+    """Say how long the machine will take, worked out from the rules and the round trip, then again from
+    what its examples measured (:class:`Pace`), and what to state when it is long."""
+    typical, longest = example_model(rules, steps, round_trip, n_rules)
+    how = (f"{url}: {examples} examples x {steps} steps; the target's rules (backoff {rules.backoff:g} s, answer "
+           f"timeout {rules.answer_timeout:g} s, budget {rules.budget}) and a {round_trip * 1000:.0f} ms round trip")
+    if examples * typical > 600:
+        how += ("; that is long: if your target's rounds are shorter than the seed's, state them (--backoff, "
+                "--call-timeout, --budget); HYPOTHESIS_PROFILE=dev runs fewer examples; or leave these rules to the "
+                "load (peakproof run --skip-properties)")
+    return Pace(item, "notifications over HTTP", how, examples, typical, bound=longest,
+                small=hypothesis_small_examples(examples))
 
 
 class OverHttp(SendsNotifications):
@@ -497,18 +526,21 @@ class OverHttp(SendsNotifications):
 
     @property
     def settle_seconds(self) -> float:
-        """Five rounds of the target's (backoff plus a lost answer's timeout), 2 to 10 s: a target with
-        the seed's 30 s rounds cannot finish its cascades within a property's step anyway."""
-        return min(10.0, max(2.0, 5 * (self.rules.backoff + self.rules.answer_timeout)))
+        return settle_bound(self.rules)
 
 
-def test_a_channel_that_keeps_failing_is_skipped_once_its_breaker_is_due(notifications_target: Target) -> None:
+def test_a_channel_that_keeps_failing_is_skipped_once_its_breaker_is_due(notifications_target: Target,
+                                                                          request: pytest.FixtureRequest) -> None:
     """Push down while the notifications of recipients who prefer it keep coming, every run: the state
     machines drive a channel down only now and then, and never for sure long enough, so whether a
     breaker ever fell due was chance. Here it always does: push fails every call, as many
     notifications go out as the stated breaker needs failures to open (and a few more); once the
     providers' record shows the moment it fell due, more notifications for those recipients go out
-    while it must still be open, and ``breaker_opens_when_due`` judges that moment, as every history."""
+    while it must still be open, and ``breaker_opens_when_due`` judges that moment, as every history.
+
+    Over a URL it waits on real time: for the calls to reach the providers, for the moment the breaker fell
+    due, for the target to hear it (and, when that moment was missed, a cool-down): it says how long before
+    it waits, and re-arms the harness's time limit above its bounded waits."""
     t = notifications_target
     down: set[str] = set()
     if t.in_process:
@@ -576,6 +608,19 @@ def test_a_channel_that_keeps_failing_is_skipped_once_its_breaker_is_due(notific
 
     # From when the target surely heard the failure and decided anew (the check's own margin), plus a hair.
     after = max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * rules.breaker_cool_down)) + 0.05
+    if providers is not None:
+        # typical: the first round finds its moment: the sends, the calls reaching the providers, the wait past
+        # the moment, the record read a few times; bounded: the backlog's 60 s, then three rounds of every wait
+        done = sorted(op.latency for op in d.history.ops if op.done)  # the set-up's: a round trip, their median
+        rt = done[len(done) // 2] if done else 0.01
+        sends = rules.breaker_min_failures + 4
+        typical = after + 0.3 + HEARD_LATE + (sends + 6 + 10) * max(rt, 0.002)
+        bound = 60.0 + 3 * (2 * rules.answer_timeout + 5.0 + 2 * rules.breaker_cool_down + 0.6 + after + 0.3
+                            + (sends + 8) * max(rt, 0.002))
+        Pace(request.node, "notifications over HTTP", f"a channel that keeps failing: waits for push's breaker to "
+             f"fall due ({sends} failures, the stated --breaker-failures {rules.breaker_min_failures} and 4 more), "
+             f"then {after:.2f} s past it (at most {bound:.0f} s, when earlier traffic kept the breaker open: its "
+             f"cool-down, {rules.breaker_cool_down:g} s)", 1, typical, unit="wait", bound=bound)
     started = d.now()  # the providers' record may hold earlier runs: only this test's moments are its own
     send(rules.breaker_min_failures + 4, "push is down")
     # A target still working off an earlier backlog (a load just before) calls them late: wait (bounded) until
@@ -623,18 +668,26 @@ def test_a_served_target_keeps_every_invariant_over_http(notifications_target: T
     probe = d.put_recipient(f"preflight-{uuid.uuid4().hex[:8]}", ["email"], {"email": "preflight@example.com"})
     notifications_target.off_contract(probe, "PUT recipient (set-up)")
     assert probe.type == OK, f"target_setup_succeeded: the driver could not set up a recipient: {probe!r}"
+    # the round trip: the median of a few warm reads (a first request pays for a connection and a cold pool)
+    reads = sorted(op.latency for op in (d.get_notification(f"preflight-{uuid.uuid4().hex[:8]}", process="poll")
+                                         for _ in range(5)) if op.done)
+    round_trip = reads[len(reads) // 2] if reads else probe.latency
     examples, steps = min(settings.default.max_examples, 10), 15
+    rules = notifications_target.rules or DeliveryRules()
+    pace = announce_duration(request.node, rules, examples, steps, notifications_target.url or "", round_trip,
+                             rule_count(OverHttp))
 
     class Machine(OverHttp):
         target = notifications_target
         found: list[str] = []
         max_examples = examples
 
-    rules = notifications_target.rules or DeliveryRules()
-    _, worst = announce_duration(rules, examples, steps, notifications_target.url or "")
-    # the harness's own limit never cuts a run shorter than it announced (a margin for the preflight,
-    # the judging and a slow machine)
-    extend_harness_timeout(request.node, 2 * worst + 120)
+        def teardown(self) -> None:
+            try:
+                super().teardown()
+            finally:
+                pace.done()
+
     # real time: at most 10 examples of 15 steps; the first violating run is the verdict, whatever
     # Hypothesis's replay of it does against the live target (run_machine)
     run_machine(notifications_target, Machine, settings=settings(settings.default, max_examples=examples,
