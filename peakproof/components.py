@@ -280,6 +280,10 @@ def discover(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap,
     frontier: list[int] = []
 
     def add(pid: int, how: str) -> None:
+        # a forked worker's master runs the same program (a Celery worker's parent, gunicorn's arbiter): the
+        # component is the whole group, from the topmost process of that name
+        while parents.get(pid, 0) > 1 and parents[pid] not in excluded and comms.get(parents[pid]) == comms.get(pid):
+            pid = parents[pid]
         for p in sorted(_tree(children, pid) - excluded):
             if p not in found:
                 found[p] = Component(p, comms.get(p, "?"), how)
