@@ -58,27 +58,29 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 def test_the_first_figure_is_the_model_s_and_every_later_one_what_the_run_measured(clock: Clock) -> None:
     it = item(None)
     pace = Pace(it, "tickets over HTTP", "4 examples x 20 steps", 4, 10.0)
-    for took in (2.0, 2.0, 10.0, 2.0):
+    for took in (2.0, 2.0, 10.0, 3.0):
         clock.now += took
         pace.done()
     said = session_of(it.config).paces[it.nodeid]["said"]
-    # 40 s modelled; after the first example (2 s): 2 s so far and 3 to go at (3 x 10 + 2) / 4, the model
-    # counting as PRIOR_UNITS examples; after the second, 4 + 2 x (30 + 4) / 5 moved by more than a quarter:
-    # said again; after the third (10 s) and the fourth, within a quarter of that: not said again
-    assert PRIOR_UNITS == 3 and said == [40.0, 2 + 3 * 8.0, 4 + 2 * 6.8]
+    # 40 s modelled; nothing said until three examples were measured (a third of the units, three at least);
+    # then 14 s so far and 1 to go at (3 x 10 + 14) / 6, the model counting as PRIOR_UNITS examples; after the
+    # fourth, 17 s: within a quarter of that, not said again
+    assert PRIOR_UNITS == 3 and said == [40.0, pytest.approx(14 + (30 + 14) / 6, abs=0.01)]
 
 
 def test_hypothesis_s_small_first_examples_are_not_counted(clock: Clock) -> None:
     it = item(None)
     small = hypothesis_small_examples(12)  # the simplest, then one more whose later choices are the least
     pace = Pace(it, "notifications over HTTP", "12 examples", 12, 8.0, small=small)
-    for n, took in enumerate((0.2, 0.4), 1):  # the model stands for the rest, and nothing is said again
+    for n, took in enumerate((0.2, 0.4, 14.0, 14.0, 14.0), 1):  # the model stands for the rest, nothing said
         clock.now += took
-        assert pace.done() == pytest.approx((clock.now - 1000.0) + (12 - n) * 8.0)
-    clock.now += 14.0
+        counted = max(0, n - small)
+        each = (3 * 8.0 + 14.0 * counted) / (3 + counted)
+        assert pace.done() == pytest.approx((clock.now - 1000.0) + (12 - n) * each)
+    clock.now += 14.0  # the fourth that counts: a third of the twelve
     pace.done()
     assert small == 2 and session_of(it.config).paces[it.nodeid]["said"] == [
-        96.0, pytest.approx(14.6 + 9 * (3 * 8.0 + 14.0) / 4)]
+        96.0, pytest.approx(56.6 + 6 * (3 * 8.0 + 56.0) / 7, abs=0.01)]
 
 
 def test_more_units_than_planned_add_what_they_took_and_nothing_to_go(clock: Clock) -> None:
