@@ -148,6 +148,7 @@ class NotificationsAnalysis:
         # every call as the target heard it, in order: (heard, arrived, failed | answered | permanent)
         self._heard: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
         self._failed_heard: dict[str, list[float]] = defaultdict(list)  # when the target heard each failure
+        self._failed_arrived: dict[str, dict[float, float]] = defaultdict(dict)  # ...and when its call arrived
         self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
         self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
         self._counted_cum: dict[str, list[int]] = defaultdict(lambda: [0])  # failures, permanent ones too
@@ -178,6 +179,7 @@ class NotificationsAnalysis:
             failed = c["outcome"] in ("transient", "ack_lost") or lost(c)
             if failed:
                 self._failed_heard[ch].append(h)
+                self._failed_arrived[ch][h] = c["at"]
             else:
                 self._answered[ch].append((c["at"], h))
             # what a breaker that (wrongly) counted permanent failures would hold: every heard call

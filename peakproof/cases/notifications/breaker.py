@@ -135,10 +135,16 @@ def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: 
     the target had a channel it could have called instead (unless ``proof`` is False)."""
     cd = a.breaker_cool_down
     # Let through since: two first calls to the channel as the preferred one, decided after it opened
-    # (an open breaker lets none through, a probing one one): it was closed again by then.
+    # (an open breaker lets none through, a probing one one): it was closed again by then. ``opened`` is the
+    # earliest the target could have heard the failure (when the provider answered); a target short of CPU
+    # hears it later, up to its own answer timeout after the call (then it is a timeout, a failure all the
+    # same): calls it decided before it heard are no proof. (Counted from the provider's answer alone, a
+    # reference starved on a shared CI host was FAILed for 20 skips in a burst: its breaker opened late.)
     if proof:
         let_through = _preferred_first_calls(a, channel)
-        if bisect.bisect_left(let_through, at) - bisect.bisect_right(let_through, opened + DECIDED_BEFORE) >= 2:
+        arrived = a._failed_arrived.get(channel, {}).get(opened, opened)
+        heard_by = max(opened, arrived + a.answer_timeout) + DECIDED_BEFORE
+        if bisect.bisect_left(let_through, at) - bisect.bisect_right(let_through, heard_by) >= 2:
             return False
     if at < opened + 1.25 * cd + 0.25:
         return True
