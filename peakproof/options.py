@@ -185,7 +185,8 @@ SHARED: tuple[Option, ...] = (
                       "Default: the case's own contract; with --driver your API's, or the stage is skipped",
            frozenset({RUN, PYTEST}), metavar="URL|FILE"),
     Option("strict_contract", "every contract finding FAILs, also the notes: answers that break no promise of the "
-                              "design (a stricter parser than the contract's, ids PostgreSQL cannot store)",
+                              "design (a stricter parser than the contract's, ids PostgreSQL cannot store; or a request "
+                              "outside the contract accepted, ST201, on a bound no promise of the design states)",
            frozenset({RUN, PYTEST}), action="store_true"),
     Option("without", "a capability your service does not have (e.g. stats, inbox_size): the checks it feeds are "
                       "waived, and listed as such in the verdict (repeatable)",
