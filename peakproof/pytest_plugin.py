@@ -204,8 +204,8 @@ class Pace:
     stated windows make, typical ones, never the worst. After each unit (:meth:`done`) the figure comes
     from what the run measured: the time so far, plus the units still to go at the mean of the measured
     ones (the first ``small`` aside: Hypothesis's small examples, :func:`hypothesis_small_examples`), the
-    model counting as ``PRIOR_UNITS`` of them; said again once a third of the units that count were
-    measured, and after that whenever it moves by a quarter or more. Each time the harness's own time limit (pytest-timeout) is re-armed
+    model counting as ``PRIOR_UNITS`` of them; said again once half the units were measured, and after
+    that whenever it moves by a quarter or more. Each time the harness's own time limit (pytest-timeout) is re-armed
     above it: ``LIMIT_FACTOR`` times what is still to go plus ``LIMIT_MARGIN``, and never below ``bound``
     a unit (the longest its bounded waits can take), so no property is cut by a limit the harness set
     itself. The session keeps every figure said and what the test took (:class:`PropertiesSession`
@@ -215,10 +215,10 @@ class Pace:
                  unit: str = "example", bound: float = 0.0, small: int = 0) -> None:
         self.item, self.what, self.unit, self.small = item, what, unit, small
         self.units, self.per_unit, self.bound = max(1, units), max(0.0, per_unit), max(bound, per_unit)
-        # said again only once a third of the units (three at least) were measured: a few examples of a machine
-        # vary tenfold (a tickets machine's third to fifth took next to nothing, the rest 2 to 4 s), so a figure
-        # from fewer said 0.38 of what the run took
-        self.enough = max(3, self.units // 3)
+        # said again only once half the units (three at least) were measured: Hypothesis's early examples are
+        # the cheap ones (a tickets machine's third to sixth took 0.75 s each, the rest 3 s), so a figure from a
+        # third of them said 0.50 of what the run took, from the first beyond the small ones 0.38
+        self.enough = max(3, self.units // 2)
         self.started = self.last = time.monotonic()
         self.took: list[float] = []
         self.deadline: float | None = None  # when the limit this pace armed fires (monotonic), None: none armed

@@ -62,7 +62,7 @@ def test_the_first_figure_is_the_model_s_and_every_later_one_what_the_run_measur
         clock.now += took
         pace.done()
     said = session_of(it.config).paces[it.nodeid]["said"]
-    # 40 s modelled; nothing said until three examples were measured (a third of the units, three at least);
+    # 40 s modelled; nothing said until three examples were measured (half the units, three at least);
     # then 14 s so far and 1 to go at (3 x 10 + 14) / 6, the model counting as PRIOR_UNITS examples; after the
     # fourth, 17 s: within a quarter of that, not said again
     assert PRIOR_UNITS == 3 and said == [40.0, pytest.approx(14 + (30 + 14) / 6, abs=0.01)]
@@ -72,15 +72,15 @@ def test_hypothesis_s_small_first_examples_are_not_counted(clock: Clock) -> None
     it = item(None)
     small = hypothesis_small_examples(12)  # the simplest, then one more whose later choices are the least
     pace = Pace(it, "notifications over HTTP", "12 examples", 12, 8.0, small=small)
-    for n, took in enumerate((0.2, 0.4, 14.0, 14.0, 14.0), 1):  # the model stands for the rest, nothing said
+    for n, took in enumerate((0.2, 0.4, 14.0, 14.0, 14.0, 14.0, 14.0), 1):  # the model stands for the rest
         clock.now += took
         counted = max(0, n - small)
         each = (3 * 8.0 + 14.0 * counted) / (3 + counted)
         assert pace.done() == pytest.approx((clock.now - 1000.0) + (12 - n) * each)
-    clock.now += 14.0  # the fourth that counts: a third of the twelve
+    clock.now += 14.0  # the sixth that counts: half the twelve
     pace.done()
     assert small == 2 and session_of(it.config).paces[it.nodeid]["said"] == [
-        96.0, pytest.approx(56.6 + 6 * (3 * 8.0 + 56.0) / 7, abs=0.01)]
+        96.0, pytest.approx(84.6 + 4 * (3 * 8.0 + 84.0) / 9, abs=0.01)]
 
 
 def test_more_units_than_planned_add_what_they_took_and_nothing_to_go(clock: Clock) -> None:
