@@ -237,25 +237,26 @@ def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | No
     ladder starts again at :data:`STEP_DOWN` (warmed first, as every ladder is); when that step fails
     too, the result keeps no step (``rate`` 0) and says so."""
     top = float(spec.calibrate_max_rate or ladder_top(case))
-    low = None  # the first ladder starts low (2% of the peak); a climb again starts just below its last top
+    # the first ladder starts low (2% of the peak, or --calibrate-min-rate); a climb again starts below its last top
+    low = spec.calibrate_min_rate
     steps: list[dict[str, Any]] = []
     seconds = 0.0
     stepped_down_from = None
-    for _ in range(max(1, climbs)):
+    for ladder in range(max(1, climbs)):
         cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
                               calibrate_min_rate=low, **options)
         steps += cal.steps
         seconds += cal.seconds
         first = float(cal.steps[0]["rate"]) if cal.steps else 0.0
-        if cal.error is None and cal.rate <= 0 and low is None and STEP_DOWN < first:
+        if cal.error is None and cal.rate <= 0 and ladder == 0 and STEP_DOWN < first:
             # nothing kept, not even the first step: down to 1/s, and climb from there
             stepped_down_from = first
             cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
                                   calibrate_min_rate=STEP_DOWN, **options)
             steps += cal.steps
             seconds += cal.seconds
-        if not cal.ok or cal.rate < cal.top or climbs <= 1:
-            break
+        if not cal.ok or cal.rate < cal.top or climbs <= 1 or spec.calibrate_max_rate:
+            break  # (a stated top, --calibrate-max-rate or an explicit --scale's rate: never a ladder above it)
         low, top = top, top * 4
     cal.steps, cal.seconds, cal.stepped_down_from = steps, seconds, stepped_down_from
     return cal

@@ -238,10 +238,12 @@ SHARED: tuple[Option, ...] = (
                               "measures it; give it to skip the measuring, e.g. from peakproof plan); named in "
                               "the verdict when the generator falls behind",
            frozenset({LOCUST, RUN}), kind=positive(float)),
-    Option("calibrate_max_rate", "calibration scenarios: the top step's arrivals/s (default: the case's peak)",
-           frozenset({LOCUST}), kind=positive(float)),
-    Option("calibrate_min_rate", "calibration scenarios: the first step's arrivals/s (default: 2% of the case's peak)",
-           frozenset({LOCUST}), kind=positive(float)),
+    Option("calibrate_max_rate", "calibration scenarios: the top step's arrivals/s (default: the case's peak); on "
+                                 "peakproof run, the calibration never climbs above it",
+           frozenset({LOCUST, RUN}), kind=positive(float)),
+    Option("calibrate_min_rate", "calibration scenarios: the first step's arrivals/s (default: 2% of the case's "
+                                 "peak); on peakproof run, the first ladder's first step",
+           frozenset({LOCUST, RUN}), kind=positive(float)),
     Option("calibrate_latency", "calibration scenarios: a step passes only if the target also answered in time",
            frozenset({LOCUST}), action="store_true"),
     # -- the run itself ------------------------------------------------------------------------------------------

@@ -168,11 +168,20 @@ class NotificationsAnalysis:
                 retried.add(id(seen_key[k]))
             seen_key[k] = c
 
+        # What the target itself recorded of each call, where its notifications were read (the reference's
+        # wire reports every attempt: channel, outcome, when it recorded it): a target that processes answers
+        # behind a queue, or is short of CPU, hears them later than the provider gave them, and its breaker
+        # with it; one that recorded "unknown" never heard the answer the provider gave.
+        recorded = self._recorded_attempts(every)
+
         def lost(c: dict[str, Any]) -> bool:  # to the target: no answer heard
-            return self.unheard(c) or id(c) in retried
+            own = recorded.get(id(c))
+            return self.unheard(c) or id(c) in retried or (own is not None and own[0] == "unknown")
 
         def heard_by_target(c: dict[str, Any]) -> float:
-            return c["at"] + answer_timeout if id(c) in retried and not self.unheard(c) else heard(c)
+            at = c["at"] + answer_timeout if id(c) in retried and not self.unheard(c) else heard(c)
+            own = recorded.get(id(c))
+            return max(at, own[1]) if own is not None else at
 
         for c in sorted(every, key=heard_by_target):
             ch, h = c["channel"], heard_by_target(c)
@@ -239,6 +248,35 @@ class NotificationsAnalysis:
         address is not suppressed (None: every one is)."""
         r = self.recipients.get(recipient_id) or {}
         return next((ch for ch in r.get("channels") or () if not self.suppressed(recipient_id, ch, at)), None)
+
+    def _recorded_attempts(self, calls: list[dict[str, Any]]) -> dict[int, tuple[str, float]]:
+        """id(provider call) -> (outcome, when) as the target recorded that attempt, for the calls whose
+        notification the run read back with its attempts (the n-th attempt on a channel is the n-th call on
+        it for that notification); pending attempts and reads without attempts say nothing."""
+        attempts: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
+        for op in self.ops:
+            v = op.value if op.f == "get_notification" and op.type == OK else None
+            if not isinstance(v, dict) or not isinstance(v.get("attempts"), list):
+                continue
+            mine: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
+            for a in v["attempts"]:
+                if isinstance(a, dict) and isinstance(a.get("at"), (int, float)) and a.get("outcome") != "pending":
+                    k = (str(v.get("event_id")), str(v.get("recipient_id")), str(a.get("channel")))
+                    mine.setdefault(k, []).append((str(a.get("outcome")), float(a["at"])))
+            for k, seen in mine.items():  # a later read knows as much or more
+                if len(seen) >= len(attempts.get(k, [])):
+                    attempts[k] = seen
+        out: dict[int, tuple[str, float]] = {}
+        if not attempts:
+            return out
+        nth: dict[tuple[str, str, str], int] = {}
+        for c in calls:
+            k = (str(c.get("event_id")), str(c.get("recipient_id")), str(c.get("channel")))
+            i = nth.get(k, 0)
+            nth[k] = i + 1
+            if k in attempts and i < len(attempts[k]):
+                out[id(c)] = attempts[k][i]
+        return out
 
     def unheard(self, c: dict[str, Any]) -> bool:
         """The target never heard this call's answer: it was lost, or slower than the target's
