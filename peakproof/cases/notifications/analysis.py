@@ -172,7 +172,8 @@ class NotificationsAnalysis:
         # wire reports every attempt: channel, outcome, when it recorded it): a target that processes answers
         # behind a queue, or is short of CPU, hears them later than the provider gave them, and its breaker
         # with it; one that recorded "unknown" never heard the answer the provider gave.
-        recorded = self._recorded_attempts(every)
+        # (over a live target only: in virtual time every answer is heard at once, on the model's clock)
+        recorded = self._recorded_attempts(every) if answer_timeout > 0 else {}
 
         def lost(c: dict[str, Any]) -> bool:  # to the target: no answer heard
             own = recorded.get(id(c))
