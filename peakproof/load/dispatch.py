@@ -81,6 +81,8 @@ def dispatch(eng: Any) -> None:
             sys.stderr.write(f"peakproof: the run reached its bound of {bound:.0f} s; stopping\n")
             break
         progress.tick(now, i)
+        if i < n and sc.schedule_over():
+            i = n  # the rest would change nothing (a calibration's ladder that stopped): end with what is in flight
         if time.monotonic() - transport.stats.last_flush > StatsBatch.interval:
             transport.stats.flush()  # Locust's statistics, a batch at a time
         due: list[Arrival] = []

@@ -121,6 +121,11 @@ class Scenario:
     def finish(self, history: History) -> None:
         """After every worker is done: final reads for the verdict."""
 
+    def schedule_over(self) -> bool:
+        """True once the arrivals still due can no longer change the outcome: this process's dispatcher
+        sends none of them and ends when the requests in flight are answered."""
+        return False
+
     def judge(self, history: History) -> tuple[list["CheckResult"], list["Chart"], dict[str, Any]]:
         """Invariants, the case's own charts and details."""
         return [], [], {}
@@ -297,6 +302,11 @@ class Calibration(Scenario):
 
     def bound_seconds(self) -> float:
         return self.warmup + sum(self.durations) + 15
+
+    def schedule_over(self) -> bool:
+        # the ladder stopped at a failed step: its later steps would be skipped one by one, in real time (a slow
+        # target's calibration waited out 40 s of steps it never sent)
+        return self.stopped_at is not None
 
     def _maybe_probe(self, ctx: Context, a: Arrival) -> None:
         if self.stopped_at is not None and a.data[0] > self.stopped_at:

@@ -6,9 +6,10 @@ another port) and answers after ``--cold-delay`` seconds for the first ``--cold-
 (``/health`` not counted) and after ``--delay`` seconds for every one after them. Holding an answer takes no
 CPU and no lock: the delay is the shop's latency whatever the rate, up to what the proxy's threads take.
 
-    python -m tests.support.delayed_tickets PORT [--cold-requests 30] [--cold-delay 0.12] [--delay 0.005]
+    python -m tests.support.delayed_tickets PORT [--cold-requests 30] [--cold-seconds S] [--cold-delay 0.12]
+                                                 [--delay 0.005]
 
-    a cold start:            --cold-requests 30 --cold-delay 0.12 --delay 0.005
+    a cold start:            --cold-requests 30 --cold-seconds 8 --cold-delay 0.12 --delay 0.005
     slow at every rate:      --cold-requests 0 --delay 0.12
 
 Its processes: this one (it owns the socket) and the reference behind it.
@@ -28,8 +29,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 
 
-def handler(backend: tuple[str, int], cold_requests: int, cold_delay: float, delay: float) -> type:
+def handler(backend: tuple[str, int], cold_requests: int, cold_delay: float, delay: float,
+            cold_seconds: float = float("inf")) -> type:
     served = [0]
+    first = [0.0]  # when the first counted request came
     count = threading.Lock()
     local = threading.local()
 
@@ -72,7 +75,10 @@ def handler(backend: tuple[str, int], cold_requests: int, cold_delay: float, del
             if not self.path.rstrip("/").endswith("/health"):
                 with count:
                     served[0] += 1
-                    if served[0] <= cold_requests:
+                    first[0] = first[0] or t0
+                    # cold for the first requests, and never past the cold seconds: a generator that fell behind
+                    # sends fewer, and a count alone then reached into a later ladder (CI)
+                    if served[0] <= cold_requests and t0 - first[0] < cold_seconds:
                         wait = cold_delay
             status, headers, data = self._forward(body)
             left = wait - (time.monotonic() - t0)
@@ -97,6 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cold-requests", type=int, default=30)
     ap.add_argument("--cold-delay", type=float, default=0.12)
     ap.add_argument("--delay", type=float, default=0.005)
+    ap.add_argument("--cold-seconds", type=float, default=float("inf"),
+                    help="the cold start ends this long after the first counted request, whatever the count")
     args = ap.parse_args(argv)
     from peakproof.launch import ServedTarget
 
@@ -105,10 +113,11 @@ def main(argv: list[str] | None = None) -> None:
         ThreadingHTTPServer.daemon_threads = True
         ThreadingHTTPServer.request_queue_size = 2048
         server = ThreadingHTTPServer(("127.0.0.1", args.port),
-                                     handler((host, int(port)), args.cold_requests, args.cold_delay, args.delay))
+                                     handler((host, int(port)), args.cold_requests, args.cold_delay, args.delay,
+                                             args.cold_seconds))
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        print(f"delayed tickets on 127.0.0.1:{args.port}/tickets: the first {args.cold_requests} answers after "
-              f"{args.cold_delay} s, then after {args.delay} s", flush=True)
+        print(f"delayed tickets on 127.0.0.1:{args.port}/tickets: the first {args.cold_requests} answers (within "
+              f"{args.cold_seconds} s) after {args.cold_delay} s, then after {args.delay} s", flush=True)
         stop = [False]
         signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
         try:
