@@ -199,6 +199,32 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             _HELD.clear()
 
 
+# -- what each test costs the machine: PEAKPROOF_TEST_CPU=1 lists the dearest tests by CPU (where the next minute
+# of a CPU-bound suite is bought back; wall time alone does not tell a test that waits from one that computes)
+
+def _cpu_now() -> float:
+    import resource
+
+    own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the worker's own threads (in-process servers) and every descendant it waited for (a child's own waited
+    # children are in its figure): a child still running when the test ends is not counted
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+_CPU0 = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    report = yield
+    if os.environ.get("PEAKPROOF_TEST_CPU"):
+        if call.when == "setup":
+            item.stash[_CPU0] = _cpu_now() - call.duration  # (the setup's own CPU is in: close enough)
+        elif call.when == "teardown" and _CPU0 in item.stash:
+            report.user_properties.append(("cpu_s", _cpu_now() - item.stash[_CPU0]))
+    return report
+
+
 TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "tests/stacks", "properties")
 
 
@@ -214,6 +240,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tier = next((t for t in TIERS if nodeid.startswith(t + "/")), "other")
             spent[tier] = spent.get(tier, 0.0) + float(getattr(r, "duration", 0.0) or 0.0)
             count[tier] = count.get(tier, 0) + (when == "call")
+    cpu = sorted(((dict(r.user_properties).get("cpu_s", 0.0), r.nodeid) for reports in terminalreporter.stats.values()
+                  for r in reports if getattr(r, "when", None) == "teardown" and getattr(r, "user_properties", None)),
+                 reverse=True)
+    if cpu:
+        terminalreporter.section(f"CPU per test (PEAKPROOF_TEST_CPU): {sum(c for c, _ in cpu):.0f} s in all; the dearest")
+        for c, nodeid in cpu[:40]:
+            terminalreporter.write_line(f"  {c:7.1f} s  {nodeid}")
     if spent:
         terminalreporter.section("tiers: tests' own time, summed (tests/conftest.py)")
         for tier in (*TIERS, "other"):

@@ -14,7 +14,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -91,10 +91,38 @@ def service(case: str, *flags: str) -> Iterator[tuple[str, list[str]]]:
         yield url, (["--admin-token", "key"] if case == "tickets" else [])
 
 
-def peakproof(*args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
+def peakproof(*args: str, timeout: float = 420, again: bool = True) -> subprocess.CompletedProcess[str]:
+    """``python -m peakproof ARGS``; a ``run`` not decided because this machine's CPU was taken (the suite's
+    other tests are its neighbours) is run again, as its verdict advises (:func:`decided`), unless ``again``
+    is False (a test whose neighbour is its own)."""
     env = dict(os.environ, HYPOTHESIS_PROFILE="dev")  # the properties' budget over a URL: real time
-    return subprocess.run([sys.executable, "-m", "peakproof", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+
+    def once() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "peakproof", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout, env=env)
+
+    return decided(once) if again and args[:1] == ("run",) else once()
+
+
+# the harness's own words for "not decided: this machine's CPU was taken" (peakproof/tenants.py)
+CONTENTION = ("a neighbour took CPU the run needed", "the harness took CPU the target needed")
+
+
+def decided(run: Callable[[], subprocess.CompletedProcess[str]], tries: int = 3) -> subprocess.CompletedProcess[str]:
+    """A load's outcome; run again (``tries`` in all) while the harness could not decide because this
+    machine's CPU was taken (INCONCLUSIVE naming a neighbour: its own advice is to run again on a quiet
+    machine). A PASS is still what the tests ask for: a machine busy every time fails them, saying so."""
+    out = run()
+    for attempt in range(2, tries + 1):
+        if out.returncode != 2 or not any(c in out.stdout + out.stderr for c in CONTENTION):
+            break
+        # shown with the test's output (on a failure, or -rP): why the attempt before was not decided
+        print(f"attempt {attempt - 1} not decided, run again:",
+              *[line for line in out.stdout.splitlines() if "not decided" in line or line.startswith("peakproof verdict")],
+              sep="\n  ")
+        time.sleep(5)  # let a neighbour's burst pass
+        out = run()
+    return out
 
 
 @pytest.mark.parametrize("case", sorted(DRIVERS))
