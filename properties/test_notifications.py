@@ -31,7 +31,11 @@ from peakproof.pytest_plugin import (Pace, Target, announce, assert_contract_kep
 from peakproof.realtime import run_machine
 
 CHANNELS = ["push", "sms", "email"]
-TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
+# Any text a client may send, NUL aside: PostgreSQL's text cannot hold it, and a service that refuses it (the Beacon
+# stack: 400) breaks no promise of the design; its refusal is the contract stage's to note. (A title with NUL
+# FAILed the stack's properties as "a valid request must be accepted", one run in a few under the dev profile.)
+TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\x00"),
+                max_size=400) | st.sampled_from([
     "Siparişiniz yolda: kargo bugün teslim edilecek, İstanbul şubesi.", "<script>alert(1)</script> & more",
     "Çağrı merkezi: ığüşöç ĞÜŞİÖÇ " * 20, "plain ascii", "Subject\r\nBcc: evil@example.com"])
 

@@ -11,8 +11,9 @@ or a child process without the marker that says so (markers declared in pyprojec
 
 Tests run four at a time (``pytest -n 4``, pytest-xdist). A test whose verdict reads the machine
 (a calibration, the tenancy meter, a test that accepts INCONCLUSIVE naming a neighbour) is marked
-``alone``: no other test runs beside it (:func:`pytest_runtest_protocol`, a readers-writer lock
-between the workers), so the neighbour it would measure is never the suite's own. They are sorted first.
+``alone`` (no other test runs beside it) or, when its run takes a few hundredths of a core, ``quiet``
+(only other quiet tests beside it): :func:`pytest_runtest_protocol` and ``tests/support/room.py``, so the
+neighbour it would measure is never the suite's busy tests. They are sorted first.
 
 The guard is on for a test's setup (so module and session fixtures that start a server are
 caught too, in whichever test first sets them up) and for its call; it patches a few
@@ -23,7 +24,6 @@ directly).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shlex
 import socket
@@ -31,12 +31,13 @@ import subprocess
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any, Iterator
 
 import pytest
 import uvicorn
 
 from peakproof.launch import ServedTarget
+from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares
 
 SERVING_FIXTURES = ("serve_tickets", "tickets_url")
 SERVING_COMMANDS = ("locust", "peakproof")  # a command token (or its basename) that serves or drives load
@@ -132,25 +133,31 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         return (yield)
 
 
-# -- tests that need the machine to themselves ----------------------------------------------------------------
-# Every test holds the room shared; an ``alone`` test holds it exclusively. A gate in front of the room keeps
-# a waiting ``alone`` test from starving: while it waits, no new test enters.
+# -- tests that need the machine (or most of it) to themselves: tests/support/room.py ----------------------------
 
-def _locks(config: pytest.Config) -> tuple[Path, Path] | None:
+def _room(config: pytest.Config) -> Room | None:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one run
-    # Only an xdist worker takes the locks. A pytest a test starts (a fourth case's properties, a
-    # pytester run) inherits the worker's environment, but its parent test already holds the room:
-    # waiting at the gate behind an alone test that waits for that room would never end (it did, at -n 4)
+    # Only an xdist worker enters the room. A pytest a test starts (a fourth case's properties, a
+    # pytester run) inherits the worker's environment, but its parent test is already in the room:
+    # waiting behind an alone test that waits for that room would never end (it did, at -n 4)
     if not run or not hasattr(config, "workerinput"):
         return None  # one process, or a child of a test: nothing to wait for
-    base = Path(tempfile.gettempdir()) / f"peakproof-tests-{run}"
-    return base.with_suffix(".gate"), base.with_suffix(".room")
+    return Room(Path(tempfile.gettempdir()) / f"peakproof-tests-{run}")
+
+
+def _kind(item: pytest.Item | None) -> str | None:
+    if item is None:
+        return None
+    return ALONE if item.get_closest_marker("alone") else QUIET if item.get_closest_marker("quiet") else BUSY
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # the alone tests first: under pytest -n they then run one after another before anything else starts (the
-    # workers wait at the gate), instead of each waiting for the other workers' tests of the moment
-    items.sort(key=lambda item: not _is_alone(item))
+    # the alone tests first, then the quiet ones, each at the head of a worker's first share: under pytest -n
+    # they then run before anything else starts (busy tests wait while one of them waits), alone ones one after
+    # another, quiet ones side by side, instead of each waiting for the other workers' tests of the moment
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    order = first_shares([_kind(i) or BUSY for i in items], workers)
+    items[:] = [items[i] for i in order]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -164,39 +171,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "worksteal"
 
 
-_HELD: dict[str, IO[str]] = {}  # the gate and the room, held exclusively across consecutive alone tests
-
-
-def _is_alone(item: pytest.Item | None) -> bool:
-    return item is not None and item.get_closest_marker("alone") is not None
-
-
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    paths = _locks(item.config)
-    if paths is None:
+    room = _room(item.config)
+    if room is None:
         return (yield)
-    alone = _is_alone(item)
-    if alone and not _HELD:
-        _HELD["gate"], _HELD["room"] = open(paths[0], "a"), open(paths[1], "a")
-        fcntl.flock(_HELD["gate"], fcntl.LOCK_EX)
-        fcntl.flock(_HELD["room"], fcntl.LOCK_EX)
-    shared: list[IO[str]] = []
-    if not alone:
-        gate, room = open(paths[0], "a"), open(paths[1], "a")
-        shared = [room, gate]
-        fcntl.flock(gate, fcntl.LOCK_SH)
-        fcntl.flock(room, fcntl.LOCK_SH)
-        fcntl.flock(gate, fcntl.LOCK_UN)
+    room.enter(_kind(item) or BUSY)
     try:
         return (yield)
     finally:
-        for f in shared:
-            f.close()  # closing releases its lock
-        if alone and not _is_alone(nextitem):
-            for f in _HELD.values():
-                f.close()
-            _HELD.clear()
+        room.leave(_kind(nextitem))
 
 
 # -- what each test costs the machine: PEAKPROOF_TEST_CPU=1 lists the dearest tests by CPU (where the next minute
@@ -229,9 +213,11 @@ TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "tests/stac
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """What each tier cost: the tests' own time (setup, call, teardown), summed; with -n 4 four run at once."""
+    """What each tier cost, the tests' own time (setup, call, teardown) summed (with -n 4 four run at once), and
+    whether it is green (a failed setup, call or teardown counted)."""
     spent: dict[str, float] = {}
     count: dict[str, int] = {}
+    failed: dict[str, int] = {}
     for reports in terminalreporter.stats.values():
         for r in reports:
             nodeid, when = getattr(r, "nodeid", None), getattr(r, "when", None)
@@ -240,6 +226,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tier = next((t for t in TIERS if nodeid.startswith(t + "/")), "other")
             spent[tier] = spent.get(tier, 0.0) + float(getattr(r, "duration", 0.0) or 0.0)
             count[tier] = count.get(tier, 0) + (when == "call")
+            failed[tier] = failed.get(tier, 0) + bool(getattr(r, "failed", False))
     cpu = sorted(((dict(r.user_properties).get("cpu_s", 0.0), r.nodeid) for reports in terminalreporter.stats.values()
                   for r in reports if getattr(r, "when", None) == "teardown" and getattr(r, "user_properties", None)),
                  reverse=True)
@@ -251,4 +238,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.section("tiers: tests' own time, summed (tests/conftest.py)")
         for tier in (*TIERS, "other"):
             if tier in spent:
-                terminalreporter.write_line(f"  {tier:15} {count.get(tier, 0):4} tests {spent[tier]:8.1f} s")
+                outcome = f"{failed[tier]} failed" if failed.get(tier) else "green"
+                terminalreporter.write_line(f"  {tier:15} {count.get(tier, 0):4} tests {spent[tier]:8.1f} s  {outcome}")

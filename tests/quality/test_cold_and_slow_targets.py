@@ -21,7 +21,8 @@ import requests
 from peakproof.launch import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.alone]  # reads the machine: see tests/conftest.py
+# reads the machine, with shops that answer by sleeping at a few arrivals a second: quiet (tests/support/room.py)
+pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.quiet]
 
 
 def delayed_shop(*args: str) -> Iterator[str]:

@@ -1,0 +1,112 @@
+"""Who runs beside whom under ``pytest -n``: one room the xdist workers share, and three kinds of tests.
+
+* ``busy`` (every test not marked otherwise): beside any other busy test.
+* ``quiet`` (``@pytest.mark.quiet``): a low-rate run that reads the machine but takes a few hundredths of a
+  core (a shop that answers by sleeping, a ladder at a few arrivals a second): beside other quiet tests
+  only. Each reads the others as neighbours far below what would leave its verdict undecided, and the
+  suite's busy tests, which would, wait outside.
+* ``alone`` (``@pytest.mark.alone``): a run that takes the machine (a load of hundreds a second, a
+  calibration to the knee, a test that brings its own neighbour): beside nothing.
+
+The room is a small JSON file (which worker is in, which waits, with what kind) edited under an
+exclusive ``flock``; a worker waits by polling it. Quiet and alone tests go first: while one of them waits,
+no busy test enters, so they run one phase after another rather than waiting out the busy tests one by one.
+A worker keeps its place between two consecutive tests that are not busy, so no busy test slips between
+them. A dead worker's entries are dropped (its pid is gone).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+BUSY, QUIET, ALONE = "busy", "quiet", "alone"
+POLL = 0.1  # s between two looks at the room while waiting
+
+
+def fits(kind: str, me: str, inside: dict[str, str], waiting: dict[str, str]) -> bool:
+    """May ``me`` (a worker's pid) enter with a test of ``kind``, given who is in and who waits?"""
+    others = [k for pid, k in inside.items() if pid != me]
+    ahead = [k for pid, k in waiting.items() if pid != me]
+    if kind == ALONE:
+        return not others
+    if kind == QUIET:
+        return all(k == QUIET for k in others) and ALONE not in ahead  # an alone test waiting goes next
+    return all(k == BUSY for k in others) and not any(k != BUSY for k in ahead)
+
+
+class Room:
+    def __init__(self, base: Path) -> None:
+        self.lock, self.state = base.with_suffix(".lock"), base.with_suffix(".json")
+        self.me = str(os.getpid())
+
+    def _edit(self, change: Callable[[dict[str, Any]], bool]) -> bool:
+        with open(self.lock, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when f closes
+            try:
+                room = json.loads(self.state.read_text())
+            except (OSError, ValueError):
+                room = {"in": {}, "waiting": {}}
+            for part in ("in", "waiting"):
+                room[part] = {pid: k for pid, k in room[part].items() if _alive(pid)}
+            done = change(room)
+            self.state.write_text(json.dumps(room))
+            return done
+
+    def enter(self, kind: str) -> None:
+        def step(room: dict[str, Any]) -> bool:
+            if fits(kind, self.me, room["in"], room["waiting"]):
+                room["in"][self.me] = kind
+                room["waiting"].pop(self.me, None)
+                return True
+            room["waiting"][self.me] = kind
+            return False
+
+        while not self._edit(step):
+            time.sleep(POLL)
+
+    def leave(self, next_kind: str | None) -> None:
+        """Out of the room; waiting at once for the next test when it is not busy (keeping busy ones out)."""
+        def step(room: dict[str, Any]) -> bool:
+            room["in"].pop(self.me, None)
+            if next_kind is not None and next_kind != BUSY:
+                room["waiting"][self.me] = next_kind
+            return True
+
+        self._edit(step)
+
+
+def first_shares(kinds: list[str], workers: int) -> list[int]:
+    """An order of the tests (indices into ``kinds``) that puts the alone ones at the head of worker 0's first
+    share and the quiet ones spread over the heads of every worker's (worker 0's after its alone ones), so they
+    run side by side once the alone ones are done. Work stealing's first share gives each worker a run of the
+    collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order)."""
+    alone = [i for i, k in enumerate(kinds) if k == ALONE]
+    quiet = [i for i, k in enumerate(kinds) if k == QUIET]
+    busy = [i for i, k in enumerate(kinds) if k == BUSY]
+    if workers < 2:
+        return alone + quiet + busy
+    order: list[int] = []
+    left = len(kinds)
+    for k in range(workers):
+        head = (alone if k == 0 else []) + quiet[k::workers]
+        size = left // (workers - k)
+        left -= size
+        fill = max(0, size - len(head))
+        order += head + busy[:fill]
+        del busy[:fill]
+    return order + busy
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
