@@ -140,8 +140,11 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(pro
     as if lost; both copies run the round, the second on the next channel: one event reaches its
     recipient twice, and the run FAILs on exactly-once."""
     with beacon(provider_url, tmp_path, "--defect", "visibility-timeout") as url:
+        # twice the short peak's length: beside the whole suite (four at a time on two cores), 51 retried
+        # notifications of a 5 s peak once met no redelivered copy in time, and the defect went unseen
         out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
-                        provider_url, *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS, timeout=300)
+                        provider_url, *RULES, "--scale", "0.1", "--duration", "10", "--calibrated-rate", "1000", "--skip-properties",
+                        "--report-dir", REPORTS, timeout=300)
     verdict = verdict_of(out)
     assert out.returncode == 1, verdict + logs(tmp_path)
     assert "peakproof verdict for notifications: FAIL" in out.stdout, verdict
