@@ -197,11 +197,16 @@ def _cpu_now() -> float:
 
 
 _CPU0 = pytest.StashKey[float]()
+_STARTED = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
     report = yield
+    if call.when == "setup":
+        item.stash[_STARTED] = call.start
+    elif call.when == "teardown" and _STARTED in item.stash:  # the test's span, for the phases' lengths
+        report.user_properties.append(("span", (item.stash[_STARTED], call.stop, _kind(item) or BUSY)))
     if os.environ.get("PEAKPROOF_TEST_CPU"):
         if call.when == "setup":
             item.stash[_CPU0] = _cpu_now() - call.duration  # (the setup's own CPU is in: close enough)
@@ -228,13 +233,25 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             spent[tier] = spent.get(tier, 0.0) + float(getattr(r, "duration", 0.0) or 0.0)
             count[tier] = count.get(tier, 0) + (when == "call")
             failed[tier] = failed.get(tier, 0) + bool(getattr(r, "failed", False))
-    cpu = sorted(((dict(r.user_properties).get("cpu_s", 0.0), r.nodeid) for reports in terminalreporter.stats.values()
-                  for r in reports if getattr(r, "when", None) == "teardown" and getattr(r, "user_properties", None)),
-                 reverse=True)
+    cpu = sorted(((dict(r.user_properties)["cpu_s"], r.nodeid) for reports in terminalreporter.stats.values()
+                  for r in reports if getattr(r, "when", None) == "teardown"
+                  and "cpu_s" in dict(getattr(r, "user_properties", None) or [])), reverse=True)
     if cpu:
         terminalreporter.section(f"CPU per test (PEAKPROOF_TEST_CPU): {sum(c for c, _ in cpu):.0f} s in all; the dearest")
         for c, nodeid in cpu[:40]:
             terminalreporter.write_line(f"  {c:7.1f} s  {nodeid}")
+    spans = [dict(r.user_properties)["span"] for reports in terminalreporter.stats.values() for r in reports
+             if getattr(r, "when", None) == "teardown" and "span" in dict(getattr(r, "user_properties", None) or [])]
+    if spans:
+        # when each kind of test ran, from the first's start: the alone ones one after another, the quiet ones
+        # side by side, the busy ones four at a time (tests/support/room.py)
+        t0 = min(a for a, _, _ in spans)
+        terminalreporter.section("phases: when each kind of test ran (s from the first test's start)")
+        for kind in (ALONE, QUIET, BUSY):
+            mine = [(a, b) for a, b, k in spans if k == kind]
+            if mine:
+                terminalreporter.write_line(f"  {kind:6} {len(mine):4} tests from {min(a for a, _ in mine) - t0:7.1f} to "
+                                            f"{max(b for _, b in mine) - t0:7.1f}, their own time {sum(b - a for a, b in mine):8.1f} s")
     if spent:
         terminalreporter.section("tiers: tests' own time, summed (tests/conftest.py)")
         for tier in (*TIERS, "other"):
