@@ -156,8 +156,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # they then run before anything else starts (busy tests wait while one of them waits), alone ones one after
     # another, quiet ones side by side, instead of each waiting for the other workers' tests of the moment
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    order = first_shares([_kind(i) or BUSY for i in items], workers,
-                         [i.get_closest_marker("slow") is not None for i in items])
+    order = first_shares([_kind(i) or BUSY for i in items], workers)
     items[:] = [items[i] for i in order]
 
 

@@ -35,15 +35,17 @@ pytestmark = [pytest.mark.http, pytest.mark.slow]
 DRIVER = "examples/stacks/tickets/driver.py:PgTicketShop"
 ADMIN = ["--admin-token", "shop-admin-key"]  # the launcher's default X-Shop-Admin key
 RULES = ["--release-lag", "3"]  # the shop's stated rule: its job releases lapsed holds every 1 s
-# the opening at 2% of the seed: 400 arrivals/s for 10 s on a 100-ticket event, then its 5 s hold window
-LOAD = ["--scale", "0.02", "--calibrated-rate", "1000", "--hold-window", "0.3", "--skip-properties"]
+# the opening at 1% of the seed: 200 arrivals/s for 10 s on a 50-ticket event, then its hold window. At 2% (400/s)
+# the shop's two sync workers, PostgreSQL and the generator on 2 cores answered at p99 60 to 139 ms: a FAIL of
+# the shop's own latency once in CI, true of the stack on such a box but not what this test is about
+LOAD = ["--scale", "0.01", "--calibrated-rate", "1000", "--hold-window", "0.3", "--skip-properties"]
 # The defect's run is the whole of peakproof run: the properties (whose burst at a sell-out is where two buyers
 # meet the stale read: oversold by 10, 5 and 7 in the three runs measured), then the load with arrivals spaced as
 # a Poisson process (they cluster, as buyers' do at an opening). Evenly spaced, 400/s puts arrivals 2.5 ms apart,
 # longer than this shop's check-to-act window most of the time: measured, the load alone FAILed the defect 5 runs
 # of 8 with even spacing, 6 of 7 with Poisson spacing (oversold by 1 to 6); both stages together FAILed 3 of 3.
 # The correct shop's load keeps the harness's default, even spacing.
-DEFECT_LOAD = [a for a in LOAD if a != "--skip-properties"] + ["--spacing", "poisson"]
+DEFECT_LOAD = ["--scale", "0.02", "--calibrated-rate", "1000", "--hold-window", "0.3", "--spacing", "poisson"]
 START_TIMEOUT = 120  # s: initdb, PostgreSQL, the schema, the job and gunicorn's workers, on a busy machine
 
 
@@ -210,7 +212,7 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
     assert locustfile and Path(locustfile).exists(), f"peakproof locustfile gave {locustfile!r}"
     out = decided(lambda: subprocess.run(
         [sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--scenario", "tickets-opening",
-         "--host", shop, "--driver", DRIVER, *ADMIN, *RULES, "--scale", "0.02", "--report-dir", reports],
+         "--host", shop, "--driver", DRIVER, *ADMIN, *RULES, "--scale", "0.01", "--report-dir", reports],
         cwd=ROOT, capture_output=True, text=True, timeout=300))
     text = out.stdout + out.stderr
     # the verdict's lines (why, each check) first: Locust's tables after them push them out of any tail

@@ -80,19 +80,17 @@ class Room:
         self._edit(step)
 
 
-def first_shares(kinds: list[str], workers: int, slow: list[bool] | None = None) -> list[int]:
+def first_shares(kinds: list[str], workers: int) -> list[int]:
     """An order of the tests (indices into ``kinds``) that puts the alone ones at the head of worker 0's first
     share and the quiet ones spread over the heads of every worker's (worker 0's after its alone ones), so they
     run side by side once the alone ones are done. Work stealing's first share gives each worker a run of the
     collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order).
-    The busy tests marked ``slow`` come before the quick ones (the longest first, as a scheduler that minds the
-    end of the run would take them): the quick ones then fill the workers' last minutes instead of a run of a
-    minute or two starting when the rest were done (the served mutants' URL runs, three minutes at the end)."""
+    The busy tests keep the collection's order: the slow ones first (the longest first, as a scheduler minding
+    the run's end would take them) put every load side by side, and mutants whose bug shows in timing went
+    uncaught beside each other (CI: three of them in one run)."""
     alone = [i for i, k in enumerate(kinds) if k == ALONE]
     quiet = [i for i, k in enumerate(kinds) if k == QUIET]
     busy = [i for i, k in enumerate(kinds) if k == BUSY]
-    if slow is not None:
-        busy.sort(key=lambda i: not slow[i])  # stable: the collection's order within each
     if workers < 2:
         return alone + quiet + busy
     order: list[int] = []

@@ -59,9 +59,3 @@ def test_the_tests_that_read_the_machine_head_the_workers_first_shares() -> None
     assert all(kinds[i] == BUSY for s in shares for i in s[1 if s is not shares[0] else 3:])
     assert first_shares(kinds, 1)[:6] == [14, 15, 10, 11, 12, 13]  # one process: alone, quiet, then the rest
 
-
-def test_the_slow_busy_tests_come_before_the_quick_ones() -> None:
-    kinds = [BUSY] * 6
-    slow = [False, True, False, True, False, False]
-    assert first_shares(kinds, 1, slow) == [1, 3, 0, 2, 4, 5]
-    assert sorted(first_shares(kinds, 3, slow)[:2]) == [1, 3]  # worker 0's share: the slow ones
