@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,20 +60,31 @@ class Stack:
     folder: Path
     processes: list[tuple[str, subprocess.Popen]] = field(default_factory=list)
     _pg: object | None = None
+    _pg_data: Path | None = None  # a data folder outside ``folder`` (root only), removed on close
     _redis: subprocess.Popen | None = None
 
     # -- components ----------------------------------------------------------------------------------
     def postgres(self) -> str:
-        """Start PostgreSQL in ``folder/pg``; its URI (a unix socket in the folder)."""
+        """Start PostgreSQL in ``folder/pg`` (as root: a temp folder it links to); its URI (a unix socket)."""
         try:
             import pgserver  # type: ignore[import-not-found]
         except ImportError as exc:  # the test extra installs it
             raise ComponentFailed("PostgreSQL: the 'pgserver' wheel is not installed (pip install -e '.[test]')") from exc
         data = self.folder / "pg"
+        if os.geteuid() == 0:
+            # As root, pgserver runs PostgreSQL as a user of its own and opens the data folder's parents
+            # to it (o+rx); a private parent that someone resets meanwhile (every new pytest session
+            # sets /tmp/pytest-of-root back to 0700) stops initdb with "Permission denied". A fresh
+            # folder under the system's temp (world-traversable) has no such parent; folder/pg links to it.
+            self._pg_data = Path(tempfile.mkdtemp(prefix="peakproof-pg-"))
+            if not data.exists():
+                data.symlink_to(self._pg_data, target_is_directory=True)
+            data = self._pg_data
         try:
             self._pg = pgserver.get_server(data, cleanup_mode="stop")
         except Exception as exc:  # initdb or postgres refused: say so, with the log
-            raise ComponentFailed(f"PostgreSQL did not start in {data}: {exc} (its log: {data / 'log'})") from exc
+            log = self.folder / "postgres.log" if self._pg_data else data / "log"
+            raise ComponentFailed(f"PostgreSQL did not start in {data}: {exc} (its log: {log})") from exc
         return self._pg.get_uri()  # type: ignore[attr-defined]
 
     def redis(self) -> str:
@@ -143,6 +155,13 @@ class Stack:
                 self._pg.cleanup()  # type: ignore[attr-defined]
             except Exception:
                 pass
+        if self._pg_data is not None:  # its log stays in the folder, as a log of the folder's own would
+            try:
+                shutil.copyfile(self._pg_data / "log", self.folder / "postgres.log")
+            except OSError:
+                pass
+            shutil.rmtree(self._pg_data, ignore_errors=True)
+            (self.folder / "pg").unlink(missing_ok=True)
 
 
 def serve_forever(stack: Stack, url: str) -> None:

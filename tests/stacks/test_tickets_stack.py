@@ -71,7 +71,8 @@ def stack(folder: Path, *flags: str) -> Iterator[str]:
         url = next((line.split()[-1] for line in said if line.startswith("listening on")), None)
         if url is None:
             logs = "".join(f"\n--- {p.name} (tail)\n" + p.read_text(errors="replace")[-1500:]
-                           for p in (folder / "gunicorn.log", folder / "expiry.log", folder / "pg" / "log")
+                           for p in (folder / "gunicorn.log", folder / "expiry.log", folder / "pg" / "log",
+                                     folder / "postgres.log")
                            if p.is_file())
             pytest.fail(f"the tickets stack {' '.join(flags) or '(correct)'} did not start within {START_TIMEOUT} s "
                         f"(launcher exit {proc.poll()}): {''.join(said)[-3000:]}{logs}", pytrace=False)
