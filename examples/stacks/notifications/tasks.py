@@ -168,12 +168,15 @@ def record(rnd: Round, outcome: str) -> None:
 def deliver(self, notification_id: int) -> str:
     rnd = claim(notification_id)
     if rnd is None:
+        log.info("notification %s: finished (task %s try %s)", notification_id, self.request.id,
+                 self.request.retries)  # a second copy of a round comes here: the logs show which ran twice
         return "finished"
     outcome = providers.send(S.provider_url, rnd.channel, rnd.key, rnd.address, rnd.event_id, rnd.recipient_id,
                              rnd.title, rnd.body, S.answer_timeout)
     breakers().record(rnd.channel, outcome, rnd.probe)
     record(rnd, outcome)
-    log.info("notification %s round %s via %s: %s", notification_id, rnd.seq, rnd.channel, outcome)
+    log.info("notification %s round %s via %s: %s (task %s try %s)", notification_id, rnd.seq, rnd.channel, outcome,
+             self.request.id, self.request.retries)
     if outcome == "ok" or rnd.seq >= S.budget:
         return outcome
     countdown = S.backoff_after_permanent if outcome == "permanent" else S.backoff
