@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from .test_examples import REPORTS, ROOT, peakproof, started, verdict_of
+from .test_examples import REPORTS, ROOT, decided, locust_verdict, peakproof, started, verdict_of
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
@@ -83,11 +83,11 @@ def test_the_drf_shop_fails_expired_hold_is_never_sold_by_the_seeds_rule() -> No
 
 
 def test_the_drf_shop_through_locust_with_its_rule_stated_passes() -> None:
-    with shop() as url:
-        out = subprocess.run([sys.executable, "-m", "locust", "-f", "loadtests/", "--headless", "--scenario",
-                              "tickets-opening", "--host", url, "--driver", DRIVER, *TOKENS, *RULES,
-                              "--scale", "0.02", "--report-dir", REPORTS],
-                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    with shop() as url:  # undecided for a neighbour's CPU (the suite's own load beside it): run again, as advised
+        out = decided(lambda: subprocess.run(
+            [sys.executable, "-m", "locust", "-f", "loadtests/", "--headless", "--scenario", "tickets-opening",
+             "--host", url, "--driver", DRIVER, *TOKENS, *RULES, "--scale", "0.02", "--report-dir", REPORTS],
+            cwd=ROOT, capture_output=True, text=True, timeout=300))
     text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
+    assert out.returncode == 0, locust_verdict(out)
     assert "release lag" in text, text[-4000:]

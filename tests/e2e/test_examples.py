@@ -52,7 +52,8 @@ def started(*argv: str) -> Iterator[str]:
 
 
 @contextmanager
-def providers() -> Iterator[str]:
+def providers(*flags: str) -> Iterator[str]:
+    """``peakproof serve providers`` on a free port (``flags``: its options, e.g. ``--latency``); its URL."""
     import socket
 
     with socket.socket() as s:
@@ -60,7 +61,7 @@ def providers() -> Iterator[str]:
         port = s.getsockname()[1]
     db = ROOT / ".peakproof" / f"providers-{port}.sqlite3"
     proc = subprocess.Popen([sys.executable, "-m", "peakproof", "serve", "providers", "--port", str(port),
-                             "--db", str(db)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--db", str(db), *flags], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         import requests
@@ -156,6 +157,15 @@ REPORTS = str(ROOT / "reports" / "examples")
 def verdict_of(out: subprocess.CompletedProcess[str]) -> str:
     text = out.stdout
     return text[text.index("peakproof verdict"):] if "peakproof verdict" in text else text[-3000:] + out.stderr
+
+
+def locust_verdict(out: subprocess.CompletedProcess[str]) -> str:
+    """A Locust run's verdict lines (why, each check) and then its tail: Locust's tables, printed after the
+    verdict, push it out of any tail a failing assertion shows."""
+    text = out.stdout + out.stderr
+    lines = [line for line in text.splitlines()
+             if line.lstrip().startswith(("[", "why", "not decided", "peakproof verdict"))]
+    return "\n".join(lines)[-5000:] + "\n...\n" + text[-2000:]
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))

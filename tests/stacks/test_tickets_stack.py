@@ -28,7 +28,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.test_examples import ROOT, decided, peakproof, verdict_of
+from tests.e2e.test_examples import ROOT, decided, locust_verdict, peakproof, verdict_of
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
@@ -216,10 +216,7 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
          "--host", shop, "--driver", DRIVER, *ADMIN, *RULES, "--scale", "0.01", "--report-dir", reports],
         cwd=ROOT, capture_output=True, text=True, timeout=300))
     text = out.stdout + out.stderr
-    # the verdict's lines (why, each check) first: Locust's tables after them push them out of any tail
-    verdict = "\n".join(line for line in text.splitlines() if line.lstrip().startswith(("[", "why", "not decided",
-                                                                                       "peakproof verdict")))
-    assert out.returncode == 0, verdict[-5000:] + "\n...\n" + text[-2000:]
+    assert out.returncode == 0, locust_verdict(out)
     assert "[ok] no_oversell: Actual 0 violations" in text, text[-5000:]
     assert "[ok] offered_load_matches_curve" in text and "release lag" in text, text[-5000:]
 
