@@ -9,8 +9,9 @@
   calibration to the knee, a test that brings its own neighbour): beside nothing.
 
 The room is a small JSON file (which worker is in, which waits, with what kind) edited under an
-exclusive ``flock``; a worker waits by polling it. Quiet and alone tests go first: while one of them waits,
-no busy test enters, so they run one phase after another rather than waiting out the busy tests one by one.
+exclusive ``flock``; a worker waits by polling it. Quiet and alone tests go first (the quiet ones first of
+all: an alone test waits while one waits): while one of them waits, no busy test enters, so they run one
+phase after another rather than waiting out the busy tests one by one.
 A worker keeps its place between two consecutive tests that are not busy, so no busy test slips between
 them. A dead worker's entries are dropped (its pid is gone).
 """
@@ -33,9 +34,9 @@ def fits(kind: str, me: str, inside: dict[str, str], waiting: dict[str, str]) ->
     others = [k for pid, k in inside.items() if pid != me]
     ahead = [k for pid, k in waiting.items() if pid != me]
     if kind == ALONE:
-        return not others
+        return not others and QUIET not in ahead  # the quiet ones go first, all side by side
     if kind == QUIET:
-        return all(k == QUIET for k in others) and ALONE not in ahead  # an alone test waiting goes next
+        return all(k == QUIET for k in others)
     return all(k == BUSY for k in others) and not any(k != BUSY for k in ahead)
 
 
@@ -81,9 +82,10 @@ class Room:
 
 
 def first_shares(kinds: list[str], workers: int) -> list[int]:
-    """An order of the tests (indices into ``kinds``) that puts the alone ones at the head of worker 0's first
-    share and the quiet ones spread over the heads of every worker's (worker 0's after its alone ones), so they
-    run side by side once the alone ones are done. Work stealing's first share gives each worker a run of the
+    """An order of the tests (indices into ``kinds``) that spreads the quiet ones over the heads of every
+    worker's first share, so they run side by side at once, and puts the alone ones next in worker 0's (they
+    run one after another when the quiet ones are done: before, worker 0's quiet test waited behind its alone
+    ones and the busy phase began 78 s after the last alone test, behind it). Work stealing's first share gives each worker a run of the
     collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order).
     The busy tests keep the collection's order: the slow ones first (the longest first, as a scheduler minding
     the run's end would take them) put every load side by side, and mutants whose bug shows in timing went
@@ -92,11 +94,11 @@ def first_shares(kinds: list[str], workers: int) -> list[int]:
     quiet = [i for i, k in enumerate(kinds) if k == QUIET]
     busy = [i for i, k in enumerate(kinds) if k == BUSY]
     if workers < 2:
-        return alone + quiet + busy
+        return quiet + alone + busy
     order: list[int] = []
     left = len(kinds)
     for k in range(workers):
-        head = (alone if k == 0 else []) + quiet[k::workers]
+        head = quiet[k::workers] + (alone if k == 0 else [])
         size = left // (workers - k)
         left -= size
         fill = max(0, size - len(head))

@@ -13,13 +13,14 @@ def test_an_alone_test_enters_only_an_empty_room() -> None:
     assert fits(ALONE, "1", {"1": ALONE}, {})  # its own place, kept between two tests
     for other in (BUSY, QUIET, ALONE):
         assert not fits(ALONE, "1", {"2": other}, {})
+    assert not fits(ALONE, "1", {}, {"2": QUIET})  # the quiet ones first: they all run side by side
 
 
 def test_quiet_tests_share_the_room_with_each_other_and_nothing_else() -> None:
     assert fits(QUIET, "1", {"2": QUIET, "3": QUIET}, {})
     assert not fits(QUIET, "1", {"2": BUSY}, {})
     assert not fits(QUIET, "1", {"2": ALONE}, {})
-    assert not fits(QUIET, "1", {"2": QUIET}, {"3": ALONE})  # an alone test waiting goes next
+    assert fits(QUIET, "1", {"2": QUIET}, {"3": ALONE})  # before an alone test that waits
 
 
 def test_busy_tests_wait_while_a_test_that_reads_the_machine_waits() -> None:
@@ -54,8 +55,8 @@ def test_the_tests_that_read_the_machine_head_the_workers_first_shares() -> None
     assert sorted(order) == list(range(len(kinds)))  # every test, once
     # work stealing's first shares of 20 tests on 4 workers: 5, 5, 5, 5
     shares = [order[0:5], order[5:10], order[10:15], order[15:20]]
-    assert [kinds[i] for i in shares[0][:3]] == [ALONE, ALONE, QUIET]  # worker 0: its quiet one after the alone
+    assert [kinds[i] for i in shares[0][:3]] == [QUIET, ALONE, ALONE]  # worker 0: its quiet one, then the alone
     assert [kinds[s[0]] for s in shares[1:]] == [QUIET, QUIET, QUIET]
     assert all(kinds[i] == BUSY for s in shares for i in s[1 if s is not shares[0] else 3:])
-    assert first_shares(kinds, 1)[:6] == [14, 15, 10, 11, 12, 13]  # one process: alone, quiet, then the rest
+    assert first_shares(kinds, 1)[:6] == [10, 11, 12, 13, 14, 15]  # one process: quiet, alone, then the rest
 
