@@ -79,14 +79,16 @@ def test_the_properties_pass_over_the_url(feed_url: str) -> None:
     assert f"  {CHECK}: " in out.stdout, text[-4000:]  # it had chances (a page turn), not left undecided
 
 
+# the load stage only: the properties (real-time waits, 35 s of a machine otherwise idle while a test runs alone)
+# pass over the URL above, and peakproof run's properties stage meets this stack in the defect's test below
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
-def test_peakproof_run_passes_the_properties_and_a_short_load(feed_url: str, tmp_path: Path) -> None:
-    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD,
+def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> None:
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD, "--skip-properties",
                     "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"))
     verdict = verdict_of(out)
     assert out.returncode == 0, verdict
     assert "peakproof verdict for feed: PASS" in verdict, verdict
-    assert "[ok] properties (Hypothesis)" in verdict and "[ok] load scenario feed-peak" in verdict, verdict
+    assert "[ok] load scenario feed-peak" in verdict, verdict
     assert f"[ok] {CHECK}:" in verdict and "[ok] feed_matches_pull_model:" in verdict, verdict
     assert "rule: time precision (s): 0.001" in verdict and "waived: inbox_size" in verdict, verdict
 
