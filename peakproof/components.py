@@ -221,8 +221,8 @@ def display_name(pid: int, comm: str) -> str:
             return args[i + 1].rsplit(".", 1)[-1] if not args[i + 1].endswith("__main__") else args[i + 1]
         if arg == "-c":
             return comm
-        if not arg.startswith("-"):
-            return os.path.basename(arg)
+        if not arg.startswith("-"):  # a script; one read from a descriptor (bash /dev/fd/3) is its interpreter
+            return comm if arg.startswith("/dev/fd/") else os.path.basename(arg)
     return comm
 
 

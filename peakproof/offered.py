@@ -182,6 +182,13 @@ def undecide_when_shared(results: list[CheckResult], shared: str | None,
             if r.valid is False and (wanted is None or r.name in wanted) else r for r in results]
 
 
+def undecide_latency(slos: list[CheckResult], load: CheckResult, shared: str | None,
+                     names: Iterable[str]) -> list[CheckResult]:
+    """The latency promises (``names``) a run cannot decide: a measured neighbour (or a shared core) first,
+    named, since it is why the generator fell behind too when both happened; then a generator behind its curve."""
+    return undecide_when_behind(undecide_when_shared(slos, shared, names), load)
+
+
 def load_charts(planned: list[float], ops: Iterable[Op], t0: float,
                 dropped_by_second: dict[int, int], thresholds: Iterable[Any] = ()) -> list[Chart]:
     """Target vs sent arrivals per second, latency percentiles by intended second, and each

@@ -100,6 +100,8 @@ class TenantMeter:
         # the target's components (name, how found): CPU and run-queue wait per window, and what each was
         self.component_windows: list[dict[str, tuple[float, float]]] = []
         self.component_facts: dict[str, dict[str, Any]] = {}
+        # CPU-seconds of the processes outside the run and the target, by name (who the neighbours were)
+        self.outside, self._outside_last, self._names = {}, {}, {}  # type: dict[str, float], dict[int, float], dict[int, str]
         self._last = self._read()
         self._first_t = self._last[0] if self._last else time.monotonic()
 
@@ -160,7 +162,18 @@ class TenantMeter:
             self.target_names.setdefault(pid, table[pid].comm)
         cpu = {pid: table[pid].cpu for pid in run | target | kernel}
         threads = thread_stats(run | target)
+        self._count_outside(table, run | target | kernel)
         return time.monotonic(), busy, cpu, run, target, threads, kernel, components
+
+    def _count_outside(self, table: dict[int, Proc], ours: set[int]) -> None:
+        """Each outside process's CPU since the last read, by name (one that lived between two reads is unseen)."""
+        from .components import display_name  # "gunicorn", "expire.py": not "python3.11"; read once per process
+        now = {pid: p.cpu for pid, p in table.items() if pid not in ours}
+        for pid, cpu in now.items() if self._reads > 1 else ():
+            if (spent := cpu - self._outside_last.get(pid, 0.0)) > 0:
+                name = self._names.get(pid) or self._names.setdefault(pid, display_name(pid, table[pid].comm))
+                self.outside[name] = self.outside.get(name, 0.0) + spent
+        self._outside_last = now
 
     def sample(self) -> None:
         now = self._read()
@@ -209,7 +222,8 @@ class TenantMeter:
                        {pid: a for pid in [*self.target_roots, *self.target_names] if (a := affinity(pid)) is not None},
                        self.port, self.found_by_socket,
                        {k: {c: round(x, 4) for c, x in v.items()} for k, v in self.core_seconds.items()},
-                       self._component_summary(), self.component_windows)
+                       self._component_summary(), self.component_windows,
+                       {k: round(v, 2) for k, v in sorted(self.outside.items(), key=lambda kv: -kv[1])[:5]})
 
     def _component_summary(self) -> list[dict[str, Any]]:
         """Each component of the target over the stage: its name, how it was found, its processes, CPU,
@@ -299,6 +313,8 @@ class Tenancy:
     # and each window's {label: (CPU s, run-queue wait s)}
     components: list[dict[str, Any]] = field(default_factory=list)
     component_windows: list[dict[str, tuple[float, float]]] = field(default_factory=list)
+    # the processes outside the run and the target that used the most CPU over the stage: name -> CPU-seconds
+    outside: dict[str, float] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -328,12 +344,18 @@ class Tenancy:
             return "the machine's other tenants: unknown (/proc could not be read)"
         b = self.busiest()
         peak = f"; busiest {b.span:.0f} s: {b.neighbours / b.span:.2f} of a core" if b and b.span < self.wall - 0.5 else ""
+        who = self.outside_sentence()
+        peak += f"; the busiest: {who}" if who else ""
         return (f"CPU over {self.wall:,.1f} s on {self.cores} core(s): the run {self.total('run'):,.1f} s, the target "
                 f"{self.total('target'):,.1f} s{'' if self.target_processes else ' (not on this machine, or not found)'}, "
                 f"the kernel's threads {self.total('kernel'):,.1f} s, "
                 f"processes outside the run {self.total('neighbours'):,.1f} s ({self.share('neighbours'):.0%} of the "
                 f"machine{peak}); the run's threads waited for a CPU {self.total('waited_run'):,.1f} s, the "
                 f"target's {self.total('waited_target'):,.1f} s")
+
+    def outside_sentence(self) -> str:
+        """The busiest processes outside the run and the target, by name: "yes 9.5 s, python3.11 0.4 s", or ""."""
+        return ", ".join(f"{k} {v:,.1f} s" for k, v in list(self.outside.items())[:3] if v >= 0.05)
 
     def target_sentence(self, seen: bool = True) -> str:
         """The target's processes on this machine, their cores allowed and (``seen``) run on: facts, or "unknown"."""
@@ -390,7 +412,8 @@ class Tenancy:
                 "port": self.port, "found_by_socket": self.found_by_socket,
                 "core_seconds": {k: {str(c): x for c, x in v.items()} for k, v in self.core_seconds.items()},
                 "components": self.components,
-                "component_windows": [{k: list(v) for k, v in w.items()} for w in self.component_windows]}
+                "component_windows": [{k: list(v) for k, v in w.items()} for w in self.component_windows],
+                "outside": self.outside}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Tenancy":
@@ -400,7 +423,8 @@ class Tenancy:
                    d.get("port"), d.get("found_by_socket"),
                    {k: {int(c): x for c, x in v.items()} for k, v in (d.get("core_seconds") or {}).items()},
                    list(d.get("components") or []),
-                   [{k: (float(v[0]), float(v[1])) for k, v in w.items()} for w in d.get("component_windows") or []])
+                   [{k: (float(v[0]), float(v[1])) for k, v in w.items()} for w in d.get("component_windows") or []],
+                   {str(k): float(v) for k, v in (d.get("outside") or {}).items()})
 
 
 def stretches(windows: list[Window], span: float) -> Iterable[Window]:
@@ -466,7 +490,9 @@ def _neighbour(t: Tenancy) -> str | None:
             worst = acc
     if worst is None:
         return None
-    return (f"processes outside the run took {worst.neighbours / worst.span:.2f} of a core in its worst "
+    busiest = t.outside_sentence()
+    return (f"processes outside the run{' (the busiest over the stage: ' + busiest + ')' if busiest else ''} took "
+            f"{worst.neighbours / worst.span:.2f} of a core in its worst "
             f"{worst.span:.0f} s ({t.share('neighbours'):.0%} of the machine's {t.cores} core(s) over the "
             f"stage) while the run's own threads waited for a CPU {(worst.waited_run + worst.waited_target) / worst.span:.0%} "
             f"of that time (the target's {worst.waited_target / worst.span:.0%}): a neighbour took CPU the run "

@@ -32,6 +32,14 @@ def test_a_neighbour_that_took_cpu_the_run_waited_for_is_named_with_its_share() 
     assert f"{t.share('neighbours'):.0%} of the machine's 2 core(s)" in why and "quiet machine" in why
 
 
+def test_the_neighbour_is_named_by_its_busiest_processes_and_the_names_survive_the_report() -> None:
+    t = Tenancy(2, seconds(20, neighbours=0.95, waited=0.4), outside={"yes": 18.9, "python3.11": 0.4, "sshd": 0.01})
+    why = contention(t) or ""
+    assert "(the busiest over the stage: yes 18.9 s, python3.11 0.4 s)" in why, why  # below 0.05 s: not named
+    assert "the busiest: yes 18.9 s" in t.sentence(), t.sentence()
+    assert Tenancy.from_json(t.to_json()).outside == t.outside
+
+
 def test_a_neighbour_the_run_never_waited_for_and_waits_with_no_neighbour_decide_nothing() -> None:
     # an idle core's neighbour took nothing the run needed; a target's threads queueing behind each
     # other on a quiet machine is the target's own capacity, and stays its to answer for
@@ -114,6 +122,9 @@ def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_insid
         root.kill()
     # a busy loop takes most of a core on any machine, however fast, even beside another busy loop
     assert t.total("neighbours") / t.wall > 0.4 and t.total("run") / t.wall < 0.1, t.sentence()
+    # and it is named: the busiest process outside the run, by its name, with most of what it took
+    name, cpu = next(iter(t.outside.items()))
+    assert name.startswith("python") and cpu > 0.4 * t.wall, t.outside
 
 
 @LINUX

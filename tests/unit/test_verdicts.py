@@ -11,7 +11,8 @@ from peakproof.calibrate import CalibrationResult, auto_scale, processes_for
 from peakproof.cases import get_case
 from peakproof.checks import CheckResult, Violations
 from peakproof.history import HandHistory
-from peakproof.offered import LoadCounters, LoadSettings, judge_offered_load, undecide_when_behind
+from peakproof.offered import (LoadCounters, LoadSettings, judge_offered_load, undecide_latency,
+                               undecide_when_behind)
 from peakproof.slo import ErrorBudget, parse_threshold, parse_thresholds, with_error_budget
 from peakproof.verdict import Outcome, judge_results, merge_outcomes
 
@@ -118,6 +119,16 @@ def test_an_slo_missed_while_the_generator_was_late_is_not_decided() -> None:
     kept_up = CheckResult("offered_load_matches_curve", True)
     assert undecide_when_behind([slo], behind)[0].valid == "unknown"
     assert undecide_when_behind([slo], kept_up)[0].valid is False
+
+
+def test_a_latency_missed_while_a_neighbour_took_cpu_and_the_generator_fell_behind_names_the_neighbour() -> None:
+    slo = CheckResult("reserve p99 latency (intended)", False, first_violation="Actual 3.01 s / Limit 100 ms")
+    behind = CheckResult("offered_load_matches_curve", "unknown")
+    neighbour = "a neighbour took CPU the run needed (0.9 of a core in its worst 5 s)"
+    named = undecide_latency([slo], behind, neighbour, [slo.name])[0]
+    assert named.valid == "unknown" and neighbour in (named.note or ""), named.note
+    assert "fell behind" in (undecide_latency([slo], behind, None, [slo.name])[0].note or "")
+    assert undecide_latency([slo], CheckResult("offered_load_matches_curve", True), None, [slo.name])[0].valid is False
 
 
 # -- errors are findings ---------------------------------------------------------------------
