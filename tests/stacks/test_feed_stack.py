@@ -28,6 +28,8 @@ from tests.e2e.test_examples import ROOT, peakproof, started, undecided_by_a_nei
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
+# the feed's own processes: named as a neighbour, discovery missed a part of the target
+COMPONENTS = ("gunicorn", "postgres")
 DRIVER = "examples/stacks/feed/driver.py:ActivityFeed"
 RULES = ["--without", "inbox_size", "--time-precision", "0.001"]
 # 1,000 users (111,090 follows, loaded in bulk), the seed's peak mix at time scale 100: 28 arrivals/s

@@ -27,6 +27,8 @@ from tests.e2e.test_examples import ROOT, peakproof, providers, started, undecid
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
+# Beacon's own processes: named as a neighbour, discovery missed a part of the target
+COMPONENTS = ("gunicorn", "postgres", "redis-server", "celery")
 DRIVER = "examples/stacks/notifications/driver.py:Beacon"
 # Beacon's rules, as its team states them (the launcher's defaults): 3 calls per notification; the next
 # round 0.5 s after a transient failure or an unanswered call, 0.2 s after a 422 (the next channel need not

@@ -32,6 +32,8 @@ from tests.e2e.test_examples import ROOT, decided, locust_verdict, peakproof, un
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
+# the shop's own processes: named as a neighbour, discovery missed a part of the target
+COMPONENTS = ("gunicorn", "postgres", "expiry")
 DRIVER = "examples/stacks/tickets/driver.py:PgTicketShop"
 ADMIN = ["--admin-token", "shop-admin-key"]  # the launcher's default X-Shop-Admin key
 RULES = ["--release-lag", "3"]  # the shop's stated rule: its job releases lapsed holds every 1 s
