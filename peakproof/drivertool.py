@@ -193,6 +193,10 @@ def skeleton(case_name: str) -> str:
     return "\n".join(out) + "\n"
 
 
+# the capabilities whose calls a service guards with an admin key (creating a quota, loading a graph, a fault hook)
+ADMIN_CAPABILITIES = ("setup", "bulk_graph", "faults")
+
+
 def _method(source: Any, name: str, ck: Any, optional: Any) -> list[str]:
     head = [""]
     if optional is not None:
@@ -220,6 +224,9 @@ def _method(source: Any, name: str, ck: Any, optional: Any) -> list[str]:
     kw = ", process=process" if "process" in sig_text else ""
     if "intended_time" in sig_text:
         kw += ", intended_time=intended_time"
+    if optional is not None and optional.name in ADMIN_CAPABILITIES:  # it carries --admin-token; none given: nothing
+        kw += ", admin=True"
+        head.append("    # an admin call: admin=True sends --admin-token through auth_headers (none given: no header)")
     defn = f"    def {name}({sig_text}) -> Op:"
     if len(defn) > 110:
         defn = f"    def {name}(" + f",\n{' ' * (9 + len(name))}".join(sig_text.split(", ")) + ") -> Op:"

@@ -315,7 +315,11 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
         text += f" (on --scale {spec.scale:g} of the seed's users)"
     if cal and cal.ok:
         text += f"; {cal.sentence()}"
-        if cal.stopped_by != "target" or spec.embedded:
+        if cal.stopped_by == "top" and not spec.embedded:  # the ladder stopped at the rate asked: a floor only
+            text += (f"; to replay the full peak use at most {processes_for(peak, cal.rate)} processes/machines "
+                     f"(the machine was measured only up to the rate this run asked; --processes, Locust "
+                     f"--master/--worker)")
+        elif cal.stopped_by != "target" or spec.embedded:
             text += (f"; to replay the full peak use {processes_for(peak, cal.rate)} processes/machines "
                      f"(--processes, Locust --master/--worker)")
         misfit = does_not_fit(case, spec, cal, rate)

@@ -441,3 +441,21 @@ def test_a_confirm_after_the_announced_expiry_or_after_a_cancel_may_be_refused()
     h.at(21.0).fail("confirm", {"reservation_id": "r1"}, "expired")  # after a cancel: not the hold's promise
     r = hold_honoured_until_it_expires(TicketsAnalysis(h.history, EXACT))
     assert r.valid is True and r.chances == 1, r.summary()
+
+
+def test_reservation_ids_of_any_json_type_are_judged_as_their_string_twins() -> None:
+    # drivers.md calls reservation ids opaque: a shop's integer ids (a driver that passes them on as they came)
+    # must give the checks' very verdicts, whether a hold is cancelled, sold late or oversold
+    def story(rid: Any) -> list:
+        h = opened(1, hold=10)
+        h.at(0).ok("reserve", res_args("a"), res_value(rid(1), expires=10.0))
+        h.at(1).ok("reserve", res_args("b"), res_value(rid(2), expires=11.0))  # two holds on one unit
+        h.at(2).ok("cancel", {"reservation_id": rid(2)}, res_value(rid(2), status="cancelled"))
+        h.at(12).ok("confirm", {"reservation_id": rid(1)}, res_value(rid(1), expires=10.0, status="sold"))
+        h.at(13).ok("get_reservation", {"reservation_id": rid(1)}, res_value(rid(1), expires=10.0, status="sold"))
+        return [(r.name, r.valid, r.counts, r.chances) for r in check_tickets(h.history, EXACT)]
+
+    as_text = story(lambda n: f"{n}")
+    assert story(lambda n: n) == as_text  # the integers 1 and 2
+    verdicts = dict((name, valid) for name, valid, _, _ in as_text)
+    assert verdicts["no_oversell"] is False and verdicts["expired_hold_is_never_sold"] is False, verdicts
