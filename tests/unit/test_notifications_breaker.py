@@ -154,6 +154,31 @@ def test_with_a_suppression_list_stated_a_dead_address_s_later_notifications_may
     assert "state --suppression-list" in unstated.first_violation, unstated.first_violation
 
 
+def test_a_first_call_to_an_address_heard_dead_just_before_it_arrived_was_chosen_before_and_is_no_violation() -> None:
+    # the doomed recipient's SMS address is heard dead at 3.02 s; a round that chose SMS before that reaches the
+    # providers at 3.1 s (a target decides up to DECIDED_BEFORE before its call arrives); one at 3.5 s knew.
+    # E-mail answers a recipient who prefers it all along: the breaker let it through, nothing excuses a skip.
+    def judged(late_sms_at: float) -> Any:
+        calls = [call(0.1 * i, "sms", "ok", "healthy", f"h{i}") for i in range(WINDOW)]
+        calls += [call(2.0 + 0.05 * i, "email", "ok", "mailer", f"m{i}") for i in range(30)]
+        calls += [call(3.0, "sms", "permanent", "doomed", "d0"), call(3.03, "email", "ok", "doomed", "d0"),
+                  call(late_sms_at, "sms", "ok", "doomed", "d1")]
+        for c in calls:
+            c["to"] = f"+90{c['recipient_id']}" if c["channel"] == "sms" else f"{c['recipient_id']}@example.com"
+        mailer = Op("setup", "put_recipient", {"recipient_id": "mailer", "channels": ["email", "sms"],
+                                               "addresses": {"phone": "+90mailer", "email": "mailer@example.com"}},
+                    0, 0.0, type=OK)
+        return preference_respected(NotificationsAnalysis(
+            [addressed("healthy"), addressed("doomed"), mailer], sorted(calls, key=lambda c: c["at"]),
+            breaker_window=WINDOW, breaker_min_failures=FAILURES, answer_timeout=TIMEOUT,
+            breaker_cool_down=COOL_DOWN, suppression_list=True))
+
+    chosen_before = judged(3.1)
+    assert chosen_before.valid is True, chosen_before
+    knew = judged(3.5)
+    assert knew.valid is False and "not the preferred email" in knew.first_violation, knew
+
+
 def test_with_a_suppression_list_stated_a_live_address_skipped_after_others_died_is_still_the_breaker_s() -> None:
     calls = a_dead_address_burst(then="sms")
     calls += [call(3.5 + 0.001 * i, "email", "ok", "healthy", f"live{i}") for i in range(3)]  # sms skipped

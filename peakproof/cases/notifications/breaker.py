@@ -209,7 +209,9 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
         if preferred is None:  # every address suppressed: any call is the target's own business
             continue
         firsts += 1
-        if preferred in {c["channel"] for c in _first_round(cs)}:
+        # a target chooses the channel up to DECIDED_BEFORE before its call arrives: an address heard dead in
+        # between was not dead yet to that choice (a Celery round claimed its channel, then the 422 came back)
+        if {preferred, a.preferred_at(key[1], first["at"] - DECIDED_BEFORE)} & {c["channel"] for c in _first_round(cs)}:
             continue
         if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
                 c for c in pv.CHANNELS if c in _addressed(r)]:
