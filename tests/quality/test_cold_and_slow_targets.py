@@ -68,7 +68,14 @@ def run_auto(url: str, reports: Path, *calibration: str) -> tuple[int, str, dict
 
 def neighbour_undecided(code: int, out: str) -> bool:
     """INCONCLUSIVE because a neighbour took CPU the run waited for (a shared host): true on such a machine."""
-    return code == 2 and "a neighbour took CPU the run needed" in out
+    import warnings
+
+    from tests.e2e.test_examples import NeighbourUndecided
+
+    if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
+        warnings.warn(NeighbourUndecided("accepted an INCONCLUSIVE naming a neighbour"))
+        return True
+    return False
 
 
 def test_a_shop_just_started_is_loaded_at_most_at_the_highest_step_its_warmed_ladder_kept(cold_shop, tmp_path) -> None:

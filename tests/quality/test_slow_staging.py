@@ -89,7 +89,14 @@ def test_scale_auto_finds_a_small_box_s_knee_within_twice_what_it_really_takes_r
 def neighbour_undecided(code: int, out: str) -> bool:
     """INCONCLUSIVE because a neighbour took CPU the run waited for (a shared CI host, busy-neighbour):
     the one outcome besides the expected one that is true on such a machine."""
-    return code == 2 and "a neighbour took CPU the run needed" in out
+    import warnings
+
+    from tests.e2e.test_examples import NeighbourUndecided
+
+    if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
+        warnings.warn(NeighbourUndecided("accepted an INCONCLUSIVE naming a neighbour"))
+        return True
+    return False
 
 
 def test_a_load_twenty_times_a_small_box_s_knee_fails_it_on_latency_and_the_pool(slow_box) -> None:
