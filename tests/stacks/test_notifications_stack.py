@@ -23,7 +23,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.test_examples import ROOT, peakproof, providers, started, undecided_by_a_neighbour, verdict_of
+from tests.e2e.test_examples import (ROOT, locust_verdict, peakproof, providers, started, undecided_by_a_neighbour,
+                                     verdict_of)
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
@@ -55,7 +56,8 @@ def beacon(provider_url: str, folder: Path, *flags: str) -> Iterator[str]:
 
 
 def logs(folder: Path) -> str:
-    """The tail of each component's log, for a failure's message."""
+    """The tail of each component's log, for a failure's message: before the verdict, which a CI's excerpt (the
+    message's tail) must show."""
     return "\n".join(f"--- {p.name}\n" + p.read_text(errors="replace")[-1500:] for p in sorted(folder.glob("*.log")))
 
 
@@ -76,7 +78,7 @@ def test_the_driver_answers_every_call_as_the_harness_needs(stack: tuple[str, Pa
     url, folder = stack
     out = peakproof("driver", "check", "notifications", "--driver", DRIVER, "--target-url", url,
                     "--provider-url", provider_url, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr + logs(folder)
+    assert out.returncode == 0, logs(folder) + out.stdout + out.stderr
     assert "every call answered as the harness needs" in out.stdout, out.stdout
     assert "[NO ]" not in out.stdout, out.stdout
     assert "offered by --provider-url" in out.stdout  # the providers' record is the simulator's
@@ -101,7 +103,7 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
     # every check had its chance: under the suppression list the properties' dead-address burst comes from as
     # many recipients, one dead address each (a dead address is called once), so breaker_counts_only_transient
     # is exercised too (exit 6 otherwise)
-    assert out.returncode == 0 and not unexercised, failures + text[-3000:] + logs(folder)
+    assert out.returncode == 0 and not unexercised, logs(folder) + failures + text[-3000:]
     assert summary and "passed" in summary[-1] and "failed" not in summary[-1], text[-3000:]
     assert "backoff (s): 0.5" in text and "8 transient failures in the last 20 calls" in text, text[-3000:]
 
@@ -123,7 +125,7 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
         out = run()          # as the verdict advises; a FAIL is never run again
     if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
         return
-    assert out.returncode == 0, verdict_of(out) + logs(folder)
+    assert out.returncode == 0, logs(folder) + verdict_of(out)
     assert "peakproof verdict for notifications: PASS" in out.stdout, verdict_of(out)
     verdict = verdict_of(out)
     assert "[ok] load scenario notifications-peak" in verdict, verdict
@@ -157,7 +159,7 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp
                         "--skip-properties",
                         "--report-dir", REPORTS, timeout=300)
     verdict = verdict_of(out)
-    assert out.returncode == 1, verdict + logs(tmp_path)
+    assert out.returncode == 1, logs(tmp_path) + verdict
     assert "peakproof verdict for notifications: FAIL" in out.stdout, verdict
     assert "[FAIL] one_delivery_per_event" in verdict, verdict
     print(next(line for line in verdict.splitlines() if "[FAIL] one_delivery_per_event" in line))
@@ -176,7 +178,7 @@ def test_locust_with_the_installed_locustfile_passes_the_short_peak(stack: tuple
     text = out.stdout + out.stderr
     if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
         return
-    assert out.returncode == 0, text[-5000:] + logs(folder)
+    assert out.returncode == 0, logs(folder) + locust_verdict(out)
     assert "[ok] one_delivery_per_event" in text and "[ok] offered_load_matches_curve" in text, text[-5000:]
 
 
@@ -195,5 +197,5 @@ def test_one_urgent_worker_lets_reminders_overtake_urgent_ones_when_answers_are_
     verdict = text[text.find("[ok] offered_load"):] if "[ok] offered_load" in text else text[-4000:]
     if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
         return
-    assert out.returncode == 1, verdict[:6000] + logs(tmp_path)
+    assert out.returncode == 1, logs(tmp_path) + verdict[:6000]
     assert "[FAIL] urgent_first_outside_a_backlog" in text, text[-4000:]
