@@ -130,9 +130,12 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
     verdict = verdict_of(out)
     assert "[ok] load scenario notifications-peak" in verdict, verdict
     for check in ("one_delivery_per_event", "preference_respected", "attempt_budget_respected",
-                  "no_retry_after_permanent_on_same_channel", "breaker_counts_only_transient",
-                  "urgent_first_outside_a_backlog"):
+                  "no_retry_after_permanent_on_same_channel", "urgent_first_outside_a_backlog"):
         assert f"[ok] {check}:" in verdict, (check, verdict)
+    # the breaker checks are the peak's only when they had a chance (a breaker fell due, dead addresses bunched
+    # up): then they held (a PASS), else they are not there to pass (docs/verdicts.md)
+    for check in ("breaker_opens_when_due", "breaker_counts_only_transient"):
+        assert f"{check}:" not in verdict or f"[ok] {check}:" in verdict, (check, verdict)
     # Beacon is a system: its Celery workers meet the web process only through Redis, and are the target's;
     # the provider simulator, which the web process calls too, is the harness's (--provider-url), never the target's
     stage = next(line for line in out.stdout.splitlines() if line.startswith("peakproof: notifications-peak: CPU"))

@@ -205,3 +205,18 @@ def test_a_blamed_breaker_comes_with_the_channel_s_calls_the_inferred_state_and_
     assert "0 transient failures" in story and f"opens at {FAILURES}" in story
     assert "could not be open" in story and "answered permanent" in story, story
 
+
+
+def test_a_run_that_drives_no_channel_down_reports_the_permanent_failures_check_only_when_it_had_a_chance() -> None:
+    from peakproof.cases.notifications.checks import check_analysis
+
+    def named(a: NotificationsAnalysis, drives_down: bool) -> dict[str, Any]:
+        return {r.name: r.valid for r in check_analysis(a, drives_down=drives_down)}
+
+    # no permanent failures at all: a breaker that counted them could never have been told apart from a fair one
+    healthy = analysis([call(0.1 * i, "sms", "ok", "healthy", f"h{i}") for i in range(WINDOW)])
+    assert "breaker_counts_only_transient" not in named(healthy, drives_down=False)
+    assert named(healthy, drives_down=True)["breaker_counts_only_transient"] == "unknown"  # a fault run must
+    # a dead address's burst met in a peak all the same: judged, and its bug still FAILs
+    assert named(analysis(a_dead_address_burst(then="sms")), drives_down=False)["breaker_counts_only_transient"] is True
+    assert named(analysis(a_dead_address_burst(then="email")), drives_down=False)["breaker_counts_only_transient"] is False
