@@ -97,11 +97,15 @@ def neighbour_undecided(code: int, out: str) -> bool:
     from tests.e2e.test_examples import NeighbourUndecided
 
     if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
-        warnings.warn(NeighbourUndecided("accepted an INCONCLUSIVE naming a neighbour"))
+        why = next(line.strip() for line in out.splitlines() if "a neighbour took CPU the run needed" in line)
+        warnings.warn(NeighbourUndecided(f"accepted an INCONCLUSIVE naming a neighbour: {why[:300]}"))
         return True
     return False
 
 
+# a load of 400 arrivals/s at its peak: not a quiet run. Beside the quiet tests it came out INCONCLUSIVE naming
+# them in every CI run (accepted, so it never showed its FAIL there); alone, it decides
+@pytest.mark.alone
 def test_a_load_ten_times_a_small_box_s_knee_fails_it_on_latency_and_the_pool(slow_box) -> None:
     url, _ = slow_box
     code, out = peakproof("run", "tickets", "--target-url", url, "--scale", "0.02", "--skip-properties")
