@@ -18,7 +18,7 @@ import hashlib
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -130,6 +130,20 @@ class ProviderSim:
         ``forced`` replaces the failure model's draw (a property test decides the answer);
         deduplication by (channel, key) applies either way.
         """
+        return self.call(channel, to, idempotency_key, event_id, recipient_id, message, forced)[0]
+
+    def answered(self, index: int, took: float) -> None:
+        """The answer to call ``index`` left after ``took`` s: its record's latency is what the caller waited
+        at least, never less than the configured delay (a served simulator whose event loop was busy answers
+        later than it slept; a caller that gave up meanwhile never heard it, and the checks must know)."""
+        with self._mutex:
+            c = self.calls[index]
+            if took > c.latency:
+                self.calls[index] = replace(c, latency=round(took, 6))
+
+    def call(self, channel: str, to: str, idempotency_key: str, event_id: str, recipient_id: str,
+             message: dict[str, Any], forced: str | None = None) -> tuple[str, int]:
+        """:meth:`send`, and the call's index in the record (for :meth:`answered`)."""
         if channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}; got {channel!r}")
         cfg = self.config
@@ -151,9 +165,10 @@ class ProviderSim:
             call = ProviderCall(channel, idempotency_key, event_id, recipient_id, to, now, outcome, message,
                                 cfg.latency)
             self.calls.append(call)
+            index = len(self.calls) - 1
             if outcome in ("ok", "ack_lost"):
                 self.deliveries[(channel, idempotency_key)] = call
-        return "ok" if outcome == "duplicate" else outcome
+        return ("ok" if outcome == "duplicate" else outcome), index
 
     def record(self) -> dict[str, Any]:
         """The ground truth as plain data (what ``GET /calls`` serves)."""
@@ -169,7 +184,6 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
     GET /health (the contract: ``peakproof/providers_openapi.json``)."""
     import asyncio
     import json
-    from dataclasses import replace
 
     started_with = replace(sim.config)  # what PUT /config resets to (the options it was served with)
 
@@ -193,7 +207,11 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
         if method == "GET" and path == "/health":
             status, doc = 200, {"status": "ok"}
         elif method == "GET" and path == "/calls":
-            status, doc = 200, sim.record()
+            # off the event loop: thousands of calls take tens of ms to encode, and answers in flight meanwhile
+            # left late (a caller's timeout fired on an answer the record said took 0.1 s: a false FAIL)
+            data = await asyncio.to_thread(lambda: json.dumps(sim.record()).encode())
+            await _answer(send, 200, data)
+            return
         elif method == "GET" and path == "/openapi.json":
             status, doc = 200, json.loads(OPENAPI_PATH.read_text(encoding="utf-8"))
         elif method == "GET" and path == "/config":
@@ -212,7 +230,9 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
             try:
                 req = json.loads(body)
                 key = headers.get(b"idempotency-key", b"").decode() or req["idempotency_key"]
-                outcome = sim.send(channel, req["to"], key, req["event_id"], req["recipient_id"], req["message"])
+                outcome, index = sim.call(channel, req["to"], key, req["event_id"], req["recipient_id"],
+                                          req["message"])
+                arrived = time.monotonic()
             except (ValueError, KeyError, TypeError) as e:
                 status, doc = 400, {"error": "invalid_request", "message": f"{type(e).__name__}: {e}"}
             else:
@@ -224,9 +244,15 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
                 status, doc = {"ok": (200, {"status": "delivered"}),
                                "transient": (503, {"error": "unavailable", "message": "try again"}),
                                "permanent": (422, {"error": "undeliverable", "message": "bad address"})}[outcome]
-        data = json.dumps(doc).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
-        await send({"type": "http.response.body", "body": data})
+                await _answer(send, status, json.dumps(doc).encode())
+                sim.answered(index, time.monotonic() - arrived)  # what it took, not what was configured
+                return
+        await _answer(send, status, json.dumps(doc).encode())
 
     return app
+
+
+async def _answer(send: Callable, status: int, data: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
