@@ -59,14 +59,19 @@ def run(case: str, server: str, profile: str, contract: bool = False) -> tuple[i
         return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def runs_asked(doc: str, profile_help: str) -> argparse.Namespace:
+    """The command line both URL-property benchmarks take: ``--case``, ``--server`` (each repeatable), ``--profile``."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--case", action="append", choices=["tickets", "notifications", "feed"],
                    help="a case (repeatable; default all three)")
     p.add_argument("--server", action="append", choices=["reference", "stdlib"],
                    help="a server (repeatable; default both)")
-    p.add_argument("--profile", default="ci", help="HYPOTHESIS_PROFILE (default ci, as the quality tests)")
-    args = p.parse_args()
+    p.add_argument("--profile", default="ci", help=f"HYPOTHESIS_PROFILE (default ci, {profile_help})")
+    return p.parse_args()
+
+
+def main() -> int:
+    args = runs_asked(__doc__, "as the quality tests")
     rows, worst = [], 1.0
     for case in args.case or ["tickets", "notifications", "feed"]:
         for server in args.server or ["reference", "stdlib"]:

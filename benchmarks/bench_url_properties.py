@@ -14,14 +14,13 @@ Run it alone (wall times are only fair when nothing else loads the machine)::
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_announced_durations import run  # noqa: E402
+from bench_announced_durations import run, runs_asked  # noqa: E402
 
 CHANCES = re.compile(r"^  (?P<check>\w+): (?P<n>[\d,]+)")
 
@@ -41,13 +40,7 @@ def chances(out: str) -> dict[str, int]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--case", action="append", choices=["tickets", "notifications", "feed"],
-                   help="a case (repeatable; default all three)")
-    p.add_argument("--server", action="append", choices=["reference", "stdlib"],
-                   help="a server (repeatable; default both)")
-    p.add_argument("--profile", default="ci", help="HYPOTHESIS_PROFILE (default ci, as a team's CI job)")
-    args = p.parse_args()
+    args = runs_asked(__doc__, "as a team's CI job")
     runs = []
     for case in args.case or ["tickets", "notifications", "feed"]:
         for server in args.server or ["reference", "stdlib"]:
