@@ -35,6 +35,11 @@ class ProviderConfig:
 
     ``dead``: addresses that always fail permanently on a channel (beyond the seeded share
     ``permanent`` x ``multiplier``): the nemesis kills a recipient's address this way.
+
+    ``lanes``: faults for some recipients only, keyed by a prefix of their ids (the longest that
+    matches wins): each lane's ``multiplier``, ``down``, ``ack_lost`` and ``latency`` replace the
+    model's for calls to its recipients. The URL properties drive several independent groups of
+    recipients (lanes) in one example, each with its own faults, so that their waits overlap.
     """
 
     multiplier: float = 1.0
@@ -45,11 +50,23 @@ class ProviderConfig:
     transient: dict[str, float] = field(default_factory=lambda: dict(TRANSIENT))
     permanent: dict[str, float] = field(default_factory=lambda: dict(PERMANENT))
     dead: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    lanes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"multiplier": self.multiplier, "down": list(self.down), "ack_lost": self.ack_lost,
                 "latency": self.latency, "seed": self.seed, "transient": dict(self.transient),
-                "permanent": dict(self.permanent), "dead": {c: list(a) for c, a in self.dead.items()}}
+                "permanent": dict(self.permanent), "dead": {c: list(a) for c, a in self.dead.items()},
+                "lanes": {prefix: {**lane, **({"down": list(lane["down"])} if "down" in lane else {})}
+                          for prefix, lane in self.lanes.items()}}
+
+    def for_recipient(self, recipient_id: str) -> "ProviderConfig":
+        """The model that answers a call to ``recipient_id``: its lane's faults over the rest (or the model)."""
+        if not self.lanes:
+            return self
+        from dataclasses import replace
+
+        prefix = max((p for p in self.lanes if recipient_id.startswith(p)), key=len, default=None)
+        return self if prefix is None else replace(self, **self.lanes[prefix], lanes={})
 
     def updated(self, doc: Any) -> "ProviderConfig":
         """This configuration with ``doc``'s fields applied; ValueError / TypeError say what is wrong."""
@@ -83,7 +100,32 @@ class ProviderConfig:
                 raise TypeError(f"dead must map channels to lists of addresses; got {dead!r:.80}")
             _channels(list(dead), "dead")
             out.dead = {c: tuple(str(a) for a in addresses) for c, addresses in dead.items()}
+        if "lanes" in doc:
+            out.lanes = dict(self.lanes)
+            for prefix, lane in _lanes(doc["lanes"]):
+                if lane:
+                    out.lanes[prefix] = lane
+                else:  # null or {}: the lane's faults end, its recipients answer as everyone's
+                    out.lanes.pop(prefix, None)
         return out
+
+
+LANE_FAULTS = ("multiplier", "down", "ack_lost", "latency")
+
+
+def _lanes(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``lanes`` of a configuration change, checked: (prefix, its faults, parsed) pairs; an empty lane ends it."""
+    if not isinstance(value, dict) or not all(isinstance(p, str) and p for p in value):
+        raise TypeError(f"lanes must map recipient id prefixes to faults; got {value!r:.80}")
+    out = []
+    for prefix, doc in value.items():
+        doc = doc or {}
+        if not isinstance(doc, dict) or set(doc) - set(LANE_FAULTS):
+            raise ValueError(f"lane {prefix!r}: expected some of {', '.join(LANE_FAULTS)} (or null to end it); "
+                             f"got {doc!r:.80}")
+        parsed = ProviderConfig().updated({k: v for k, v in doc.items()})
+        out.append((prefix, {k: getattr(parsed, k) for k in doc}))
+    return out
 
 
 def _channels(value: Any, what: str) -> list[str]:
@@ -116,11 +158,12 @@ class ProviderSim:
         self.calls: list[ProviderCall] = []
         self.deliveries: dict[tuple[str, str], ProviderCall] = {}
 
-    def permanently_fails(self, channel: str, address: str) -> bool:
-        if address in self.config.dead.get(channel, ()):
+    def permanently_fails(self, channel: str, address: str, config: ProviderConfig | None = None) -> bool:
+        cfg = config or self.config
+        if address in cfg.dead.get(channel, ()):
             return True
-        rate = min(1.0, self.config.permanent[channel] * self.config.multiplier)
-        digest = hashlib.blake2b(f"{self.config.seed}|{channel}|{address}".encode(), digest_size=8).digest()
+        rate = min(1.0, cfg.permanent[channel] * cfg.multiplier)
+        digest = hashlib.blake2b(f"{cfg.seed}|{channel}|{address}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") / 2**64 < rate
 
     def send(self, channel: str, to: str, idempotency_key: str, event_id: str, recipient_id: str,
@@ -146,7 +189,7 @@ class ProviderSim:
         """:meth:`send`, and the call's index in the record (for :meth:`answered`)."""
         if channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}; got {channel!r}")
-        cfg = self.config
+        cfg = self.config.for_recipient(recipient_id)
         with self._mutex:
             now = self.clock()
             prior = self.deliveries.get((channel, idempotency_key))
@@ -156,7 +199,7 @@ class ProviderSim:
                 outcome = forced
             elif channel in cfg.down:
                 outcome = "transient"
-            elif self.permanently_fails(channel, to):  # a dead address always answers so (the seed's order)
+            elif self.permanently_fails(channel, to, cfg):  # a dead address always answers so (the seed's order)
                 outcome = "permanent"
             elif self._rnd.random() < min(1.0, cfg.transient[channel] * cfg.multiplier):
                 outcome = "transient"
@@ -236,8 +279,8 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
             except (ValueError, KeyError, TypeError) as e:
                 status, doc = 400, {"error": "invalid_request", "message": f"{type(e).__name__}: {e}"}
             else:
-                if sim.config.latency:
-                    await asyncio.sleep(sim.config.latency)
+                if sim.calls[index].latency:  # as configured for its recipient
+                    await asyncio.sleep(sim.calls[index].latency)
                 if outcome == "ack_lost":  # delivered, but the answer never comes: the caller times out
                     await asyncio.sleep(timeout_for_lost_acks)
                     return
