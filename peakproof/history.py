@@ -63,6 +63,11 @@ class Op:
         return f"<{self.process} {self.f}({args}){tail} #{self.invoke_seq}..{self.complete_seq}>"
 
 
+# Who hears of every operation as it completes: the properties' session tallies how they ended, to say what a
+# run did when a check had no chance (pytest_session). Empty outside it: nothing is paid for.
+WATCHERS: list[Callable[["Op"], None]] = []
+
+
 class History:
     """An append-only, thread-safe list of operations with one global sequence."""
 
@@ -96,6 +101,8 @@ class History:
         op.complete_time = self.clock()
         op.complete_seq = next(self._seq)
         op.type, op.value, op.error = type_, value, error
+        for watch in WATCHERS:
+            watch(op)
         return op
 
     def __iter__(self) -> Iterator[Op]:

@@ -78,6 +78,9 @@ class PropertiesSession:
     # it said in order, s, what its call took, s, and the time limit it armed): pytest_plugin.Pace fills it
     paces: dict[str, dict[str, Any]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"passed": 0, "failed": 0, "skipped": 0, "errors": 0})
+    # how the properties' operations ended ("reserve ok", "reserve fail idempotency_key_reused" -> how many): what
+    # the run did, said beside a check that never had a chance (a run whose every reserve was refused gives none)
+    ended: dict[str, int] = field(default_factory=dict)
     first_failure: str = ""
     headed: bool = False  # the session's header named the target and the profile
 
@@ -123,10 +126,29 @@ class PropertiesSession:
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
         # judgements made by the tests in properties/ count for "did the property run test it"
         self.chances.in_property = Path(str(item.path)).parent.name == "properties"
+        from . import history
+
+        if self.chances.in_property:
+            history.WATCHERS.append(self.op_ended)
         try:
             yield
         finally:
             self.chances.in_property = False
+            if self.op_ended in history.WATCHERS:
+                history.WATCHERS.remove(self.op_ended)
+
+    def op_ended(self, op: Any) -> None:
+        """Count how an operation of a property ended (its function, outcome and error)."""
+        if op.process == "nemesis":
+            return
+        key = " ".join(str(x) for x in (op.f, op.type, op.error) if x)
+        self.ended[key] = self.ended.get(key, 0) + 1
+
+    def how_ops_ended(self, most: int = 8) -> str:
+        """The properties' operations by how they ended, the commonest first: what a run did."""
+        top = sorted(self.ended.items(), key=lambda kv: -kv[1])[:most]
+        more = len(self.ended) - len(top)
+        return "; ".join(f"{key}: {n:,}" for key, n in top) + (f"; {more} other kind(s)" if more > 0 else "")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         config = session.config
@@ -209,7 +231,7 @@ class PropertiesSession:
         return {"exercised": self.chances.exercised, "in_properties": self.chances.in_properties,
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
                 "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
-                "harness_errors": self.harness_errors, "paces": self.paces,
+                "harness_errors": self.harness_errors, "paces": self.paces, "ended": self.ended,
                 "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts]}
 
     def merge(self, doc: dict[str, Any]) -> None:
@@ -226,6 +248,8 @@ class PropertiesSession:
         self.harness_errors += doc.get("harness_errors", [])
         self.unreachable.update(doc.get("unreachable", {}))
         self.paces.update(doc.get("paces", {}))
+        for key, n in doc.get("ended", {}).items():
+            self.ended[key] = self.ended.get(key, 0) + n
         self.contracts += [_ContractEcho(**c) for c in doc.get("contracts", [])]
 
     @pytest.hookimpl(optionalhook=True)
@@ -252,7 +276,7 @@ class PropertiesSession:
                 f"in any history it judged): this run could not have caught its bug; "
                 + (f"no run with these settings can: {self.unreachable[name]}" if name in self.unreachable else
                    "a longer run (HYPOTHESIS_PROFILE=thorough) or the target's rules stated (--help) may give it one")
-                + waiver(name)
+                + waiver(name) + (f"; the run's operations ended so: {self.how_ops_ended()}" if self.ended else "")
                 for name, (n, kind) in sorted(self.chances.in_properties.items())
                 if not n and name not in waived and name not in lacking]
 
