@@ -30,25 +30,31 @@ sys.path.insert(0, str(ROOT))
 from peakproof.launch import ServedTarget  # noqa: E402
 from tests.support.mutants import served  # noqa: E402
 
-# the quality tests' short rounds (tests/quality/test_served_mutants.py): served so, stated so
-NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0, breaker_window=20,
-                            breaker_failures=4)
-NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker-window", "20",
-                       "--breaker-failures", "4", "--breaker-cool-down", "1")
+# The notifications servers' rules, served so and stated so (--rules): "short", the quality tests' rounds
+# (tests/quality/test_served_mutants.py); "slow", rounds of 5 s with the seed's answer timeout and breaker
+# (a staging service that keeps real retry timings, shorter than the seed's 30 s rounds).
+RULES = {
+    "short": dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0, breaker_window=20, breaker_failures=4),
+    "slow": dict(backoff=5.0, call_timeout=2.0, breaker_cool_down=10.0, breaker_window=200, breaker_failures=24),
+}
+STATED = {"backoff": "--backoff", "call_timeout": "--answer-timeout", "breaker_window": "--breaker-window",
+          "breaker_failures": "--breaker-failures", "breaker_cool_down": "--breaker-cool-down"}
 PACE = re.compile(r"^  (?P<node>\S+::\S+): said about (?P<first>[\d.]+) s(?: \(then (?P<then>[^)]*), from what it "
                   r"measured\))?; took (?P<took>[\d.]+) s")
 
 
-def run(case: str, server: str, profile: str, contract: bool = False) -> tuple[int, str, float]:
+def run(case: str, server: str, profile: str, contract: bool = False, rules: str = "short") -> tuple[int, str, float]:
     """The case's URL properties against ``server`` (reference or stdlib): exit code, output, wall seconds.
-    ``contract``: the contract test too (Schemathesis; it announces nothing)."""
+    ``contract``: the contract test too (Schemathesis; it announces nothing). ``rules``: the notifications
+    servers' (:data:`RULES`)."""
     with ExitStack() as stack:
         options: dict[str, object] = {}
         args: list[str] = []
         if case == "notifications":
             providers = stack.enter_context(ServedTarget("providers", latency=0.02))
-            options = dict(NOTIFICATIONS_SERVED, provider_url=providers.base)
-            args = ["--provider-url", providers.base, *NOTIFICATIONS_RULES]
+            options = dict(RULES[rules], provider_url=providers.base)
+            args = ["--provider-url", providers.base,
+                    *(x for k, flag in STATED.items() for x in (flag, f"{RULES[rules][k]:g}"))]
         t = stack.enter_context(ServedTarget(case, **options) if server == "reference"  # type: ignore[arg-type]
                                 else served(f"{case}-on-stdlib", **options))
         cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-p",
@@ -67,6 +73,8 @@ def runs_asked(doc: str, profile_help: str) -> argparse.Namespace:
     p.add_argument("--server", action="append", choices=["reference", "stdlib"],
                    help="a server (repeatable; default both)")
     p.add_argument("--profile", default="ci", help=f"HYPOTHESIS_PROFILE (default ci, {profile_help})")
+    p.add_argument("--rules", default="short", choices=sorted(RULES),
+                   help="the notifications servers' rules, served and stated (default short: the quality tests')")
     return p.parse_args()
 
 
@@ -75,7 +83,7 @@ def main() -> int:
     rows, worst = [], 1.0
     for case in args.case or ["tickets", "notifications", "feed"]:
         for server in args.server or ["reference", "stdlib"]:
-            code, out, wall = run(case, server, args.profile)
+            code, out, wall = run(case, server, args.profile, rules=args.rules)
             found = [m for line in out.splitlines() if (m := PACE.match(line))]
             if code not in (0, 6) or not found:
                 print(f"{case} on {server}: exit {code}, {len(found)} figure(s) said\n{out[-3000:]}", file=sys.stderr)

@@ -44,7 +44,7 @@ def main() -> int:
     runs = []
     for case in args.case or ["tickets", "notifications", "feed"]:
         for server in args.server or ["reference", "stdlib"]:
-            code, out, wall = run(case, server, args.profile, contract=True)
+            code, out, wall = run(case, server, args.profile, contract=True, rules=args.rules)
             if code not in (0, 6):
                 print(f"{case} on {server}: exit {code}\n{out[-3000:]}", file=sys.stderr)
             runs.append((f"{case}/{server}", code, wall, chances(out)))

@@ -209,11 +209,13 @@ class Pace:
     above it: ``LIMIT_FACTOR`` times what is still to go plus ``LIMIT_MARGIN``, and never below ``bound``
     a unit (the longest its bounded waits can take), so no property is cut by a limit the harness set
     itself. The session keeps every figure said and what the test took (:class:`PropertiesSession`
-    ``paces``), and lists them at the end."""
+    ``paces``), and lists them at the end. ``tail``: what the test waits once its units are done (a property
+    whose examples leave their last rounds to finish in the background waits for the last of them), modelled,
+    added to every figure."""
 
     def __init__(self, item: pytest.Item, what: str, how: str, units: int, per_unit: float, *,
-                 unit: str = "example", bound: float = 0.0, small: int = 0) -> None:
-        self.item, self.what, self.unit, self.small = item, what, unit, small
+                 unit: str = "example", bound: float = 0.0, small: int = 0, tail: float = 0.0) -> None:
+        self.item, self.what, self.unit, self.small, self.tail = item, what, unit, small, max(0.0, tail)
         self.units, self.per_unit, self.bound = max(1, units), max(0.0, per_unit), max(bound, per_unit)
         # said again only once half the units (three at least) were measured: Hypothesis's early examples are
         # the cheap ones (a tickets machine's third to sixth took 0.75 s each, the rest 3 s), so a figure from a
@@ -224,7 +226,7 @@ class Pace:
         self.deadline: float | None = None  # when the limit this pace armed fires (monotonic), None: none armed
         self.record = session_of(item.config).paces.setdefault(item.nodeid, {"what": what, "said": [], "took": None,
                                                                              "limit": None})
-        self.said = self.units * self.per_unit
+        self.said = self.units * self.per_unit + self.tail
         limit = self._arm(self.said, self.units)
         self._say(f"{how}: about {say_seconds(self.said)}" + (f" (the harness's time limit for it: "
                                                               f"{say_seconds(limit)})" if limit else ""), self.said)
@@ -237,7 +239,7 @@ class Pace:
         left = max(0, self.units - len(self.took))
         counted = self.took[self.small:]
         each = (PRIOR_UNITS * self.per_unit + sum(counted)) / (PRIOR_UNITS + len(counted))
-        to_go = left * each
+        to_go = left * each + self.tail
         total = (now - self.started) + to_go
         self._arm(to_go, left)
         moved = abs(total - self.said) > 0.25 * self.said

@@ -9,6 +9,8 @@ provider simulator in one virtual clock) by default.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -25,10 +27,10 @@ from peakproof.cases.notifications import (IN_VIRTUAL_TIME, DeliveryRules, Notif
 from peakproof import nemesis
 from peakproof.cases.notifications.breaker import DECIDED_BEFORE, HEARD_LATE, due_openings
 from peakproof.checks import assert_checks
-from peakproof.history import FAIL, OK
+from peakproof.history import FAIL, OK, Op
 from peakproof.pytest_plugin import (Pace, Target, announce, assert_contract_kept, contract_for,
                                      hypothesis_small_examples)
-from peakproof.realtime import run_machine
+from peakproof.realtime import PropertyViolated, Violation, history_of, run_machine
 
 CHANNELS = ["push", "sms", "email"]
 # Any text a client may send, NUL aside: PostgreSQL's text cannot hold it, and a service that refuses it (the Beacon
@@ -211,6 +213,18 @@ FAULTS = st.one_of(
     st.tuples(st.just("failures_multiplied"), st.sampled_from([3.0, 10.0])),
     st.tuples(st.just("slow_providers"), st.sampled_from([0.2, 0.6])),
 )
+# Over a URL, an example drives this many lanes at once (OverHttp): independent groups of three recipients
+# whose waits overlap. A few: enough that one lane's wait for the target's rounds leaves steps for the others,
+# few enough that the steps of an example still meet in one lane (the properties test behaviour, not capacity).
+LANES = 3
+LANE = st.integers(0, LANES - 1)
+WHO = st.integers(0, 3 * LANES - 1)  # a recipient: lane who // 3, preferences PREFERENCES[who % 3]
+
+
+def all_rounds(rules: DeliveryRules) -> float:
+    """How long every channel stays down for a notification to go through every round its budget allows, and one
+    more: (budget + 1) rounds of the stated backoff, and a hair."""
+    return (rules.budget + 1) * (rules.backoff + 0.05) + 0.2
 
 
 def progress(text: str) -> None:
@@ -223,27 +237,35 @@ PYTEST_CONFIG: list[Any] = []  # the session's config, for progress lines (set b
 
 
 def step_seconds(rules: DeliveryRules) -> dict[str, float]:
-    """What each real-time rule of :class:`OverHttp` waits, from the target's stated rules: the longest its
-    sleeps and bounded waits make it (each rule's typical wait is about this; the bounded polls end sooner)."""
-    return {"every_channel_fails_for_a_while": (rules.budget + 1) * (rules.backoff + 0.05) + 0.2,
-            "an_answer_is_lost_then_answers_return": rules.answer_timeout + rules.backoff + 0.5,
-            "a_dead_address_meets_a_burst": DECIDED_BEFORE + 0.4, "time_passes": 0.99,
+    """What each real-time rule of :class:`OverHttp` holds its step for, from the target's stated rules: the
+    longest its sleeps and bounded waits make it (each rule's typical wait is about this; the bounded polls end
+    sooner). The waits for the target's rounds are not here: they run on timers (:func:`timed_seconds`)."""
+    return {"a_dead_address_meets_a_burst": DECIDED_BEFORE + 0.4, "time_passes": 0.99,
             "an_urgent_one_then_reminders_at_once": min(rules.backoff, 1.0) + 0.1}
 
 
-def example_model(rules: DeliveryRules, steps: int, round_trip: float, n_rules: int) -> tuple[float, float]:
-    """How long an example of :class:`OverHttp` takes, as modelled before any ran: (typical, longest) seconds.
-    Typical: the rules drawn about evenly (``n_rules`` of them), each step's waits as :func:`step_seconds`
-    says, and its requests: its own sends and the invariant's reads, every notification of the example
-    so far, REQUESTS_A_STEP round trips on average; then the example's end, a settle of a round or two.
-    Longest: every step the longest wait, every settle its bound: a floor of the harness's time limit,
-    not a duration."""
-    each = step_seconds(rules)
+def timed_seconds(rules: DeliveryRules) -> dict[str, float]:
+    """The faults that end on a timer while the example goes on (:meth:`OverHttp.for_a_while`), and how long."""
+    return {"every_channel_fails_for_a_while": all_rounds(rules),
+            "an_answer_is_lost_then_answers_return": rules.answer_timeout + 0.2}
+
+
+def example_model(rules: DeliveryRules, steps: int, round_trip: float, n_rules: int) -> tuple[float, float, float]:
+    """How long :class:`OverHttp` takes, as modelled before any example ran: (an example's typical seconds, the
+    tail, an example's longest). Typical: the rules drawn about evenly (``n_rules`` of them), each step's own
+    waits as :func:`step_seconds` says, and its requests: its own sends and the invariant's reads, every
+    notification of the example so far, REQUESTS_A_STEP round trips on average. The timed waits overlap the
+    steps and the examples after (each example's end is judged by a finisher, :meth:`OverHttp.teardown`): the
+    test ends by waiting for the last one's, the longest timed wait (a few examples almost surely draw it) and a
+    settle of a round or two: the tail. Longest: every step the longest wait (a step waits for its lane's timed
+    fault), and its settle's bound: a floor of the harness's time limit, not a duration."""
+    each, timed = step_seconds(rules), timed_seconds(rules)
     requests = REQUESTS_A_STEP * max(round_trip, 0.002)
     settle = settle_bound(rules)
-    typical = steps * (sum(each.values()) / n_rules + requests) + min(settle, rules.backoff + rules.answer_timeout)
-    longest = steps * (max(each.values()) + 2 * rules.answer_timeout + 2 + requests) + settle
-    return typical, longest
+    typical = steps * (sum(each.values()) / n_rules + requests)
+    tail = max(timed.values()) + min(settle, rules.backoff + rules.answer_timeout)
+    longest = steps * (max([*each.values(), *timed.values()]) + 2 * rules.answer_timeout + 2 + requests) + settle
+    return typical, tail, longest
 
 
 # A step's requests over a URL: its sends, the providers' record, and a read of every notification of the
@@ -267,15 +289,84 @@ def announce_duration(item: pytest.Item, rules: DeliveryRules, examples: int, st
                       round_trip: float, n_rules: int) -> Pace:
     """Say how long the machine will take, worked out from the rules and the round trip, then again from
     what its examples measured (:class:`Pace`), and what to state when it is long."""
-    typical, longest = example_model(rules, steps, round_trip, n_rules)
+    typical, tail, longest = example_model(rules, steps, round_trip, n_rules)
     how = (f"{url}: {examples} examples x {steps} steps; the target's rules (backoff {rules.backoff:g} s, answer "
            f"timeout {rules.answer_timeout:g} s, budget {rules.budget}) and a {round_trip * 1000:.0f} ms round trip")
-    if examples * typical > 600:
+    if examples * typical + tail > 600:
         how += ("; that is long: if your target's rounds are shorter than the seed's, state them (--backoff, "
                 "--call-timeout, --budget); HYPOTHESIS_PROFILE=dev runs fewer examples; or leave these rules to the "
                 "load (peakproof run --skip-properties)")
     return Pace(item, "notifications over HTTP", how, examples, typical, bound=longest,
-                small=hypothesis_small_examples(examples))
+                small=hypothesis_small_examples(examples), tail=tail)
+
+
+class SharedFaults:
+    """The providers' faults of one property's examples, which overlap: an example ends while its timed faults
+    still run and its cascades finish (:meth:`OverHttp.teardown` leaves them to a finisher), and the next
+    starts. So an example's reset of the simulator keeps what earlier examples still have in force: their
+    lanes' faults and their dead addresses (each lane keyed by its recipients' prefix, each address unique to
+    its recipient, so neither touches the new example). Every change goes through here, under one lock, and
+    so does every finisher (:meth:`finish` waits for them: the property's verdict includes theirs)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lanes: dict[str, dict[str, Any]] = {}  # lane prefix -> its faults, while in force
+        self.dead: dict[str, dict[str, list[str]]] = {}  # example (run) -> channel -> addresses the nemesis killed
+        self.finishers: list[threading.Thread] = []
+        self.violations: list[Violation] = []  # what the finishers judged broken, in the order they judged
+        self.errors: list[BaseException] = []  # what else they raised (the harness's, never the target's)
+
+    def reset(self, client: Providers, run: str) -> Op:
+        """The simulator's model as it started, but for what other examples still have in force; ``run``'s
+        dead addresses end too."""
+        with self.lock:
+            self.dead.pop(run, None)
+            return client.config(lanes=self.lanes, dead=self.killed())
+
+    def killed(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for channels in self.dead.values():
+            for channel, addresses in channels.items():
+                out.setdefault(channel, []).extend(addresses)
+        return out
+
+    def lane(self, client: Providers, prefix: str, faults: dict[str, Any] | None) -> bool:
+        """``prefix``'s faults become ``faults`` (None: they end)."""
+        with self.lock:
+            if faults:
+                self.lanes[prefix] = faults
+            else:
+                self.lanes.pop(prefix, None)
+            return client.config(replace=False, lanes={prefix: faults or None}).type == OK
+
+    def kill(self, client: Providers, run: str, channel: str, addresses: list[str]) -> bool:
+        with self.lock:
+            self.dead.setdefault(run, {}).setdefault(channel, []).extend(addresses)
+            return client.config(replace=False, dead=self.killed()).type == OK
+
+    def finish(self) -> None:
+        """Wait for every example's finisher (each bounded by its own waits)."""
+        for finisher in self.finishers:
+            finisher.join()
+
+
+class Lane:
+    """One independent group of recipients in an example (one per preference order), with faults of its own:
+    the providers answer its recipients by its faults alone (the simulator's ``lanes``). A fault that must
+    last (every channel down for the cascade's rounds, answers lost until a timeout) ends on a timer, so
+    that while one lane waits the example goes on in the others: the waits of an example overlap."""
+
+    def __init__(self, index: int, prefix: str) -> None:
+        self.index, self.prefix = index, prefix
+        self.config: dict[str, Any] = {}  # what the simulator answers this lane's recipients with
+        self.struck: list[tuple[str, dict[str, Any]]] = []  # the faults in force, as the history recorded them
+        self.timer: threading.Timer | None = None  # the timed fault's end (None: no fault is timed)
+
+    def wait(self) -> None:
+        """Until the lane's timed fault has ended (bounded by the wait it was given)."""
+        if self.timer is not None:
+            self.timer.join()
+            self.timer = None
 
 
 class OverHttp(SendsNotifications):
@@ -284,31 +375,48 @@ class OverHttp(SendsNotifications):
     channel, failures multiplied, slow answers). Every fault is an op in the history
     (:mod:`peakproof.nemesis`), and every example starts from the simulator's whole default model.
 
+    An example drives :data:`LANES` lanes at once (:class:`Lane`): recipient ``who`` is in lane
+    ``who // 3``, and the faults a step puts in force are its lane's. A step that must wait for the
+    target's rounds (a cascade through every round, a retry after a lost answer) starts its fault, sends,
+    and leaves the fault to end on a timer; the next steps go on meanwhile, in other lanes or this one
+    (a step that needs its lane clean waits for it). So an example costs about its longest wait, not the
+    sum of them, and Hypothesis still draws and replays the whole example.
+
     Needs ``--target-url`` (the notifications API) and ``--provider-url`` (whose record of
-    calls is the ground truth). Time is real: the target's rounds should be short
-    (``peakproof serve notifications --backoff 0.3 --call-timeout 0.5``).
+    calls is the ground truth). Time is real: the target's rules must be stated (``--backoff``,
+    ``--answer-timeout``, ...), and the shorter its rounds, the shorter the run.
     """
 
     target: Target  # a URL target with a provider URL (the notifications_target fixture)
     examples = 0
     max_examples = 10
+    shared: SharedFaults  # the property's: every example's faults in force and finishers (set per test run)
 
     @initialize(first=st.lists(FAULTS, max_size=2), doomed=st.none() | st.integers(0, 2))
     def start(self, first: list[tuple[str, Any]], doomed: int | None) -> None:
         self.rules: DeliveryRules = self.target.rules or DeliveryRules()
         self.d = self.target.new_driver()
         self.providers = Providers(self.target.provider_url, history=self.d.history)  # the simulator: ours
+        self.lifter = Providers(self.target.provider_url, history=self.d.history)  # the timers' own connection
         self.run = uuid.uuid4().hex[:8] + "-"
-        self.faults: dict[str, Any] = {}
+        self.lanes = [Lane(k, f"{self.run}l{k}-") for k in range(LANES)]
         type(self).examples += 1
         progress(f"example {type(self).examples} of at most {type(self).max_examples}")
-        reset = self.providers.config()  # the whole model, as the simulator started: nothing left over
+        # the whole model, as the simulator started, but for what earlier examples' finishers still have in force
+        reset = self.shared.reset(self.providers, self.run)
         assert reset.type == OK, f"the providers refused a reset of their configuration: {reset!r}"
-        self.set_up_recipients(PREFERENCES)
+        self.recipients = []
+        self.ids = {}
+        for lane in self.lanes:
+            for i, prefs in enumerate(PREFERENCES):
+                rid = f"{lane.prefix}r{i}-{uuid.uuid4().hex[:6]}"
+                op = self.d.put_recipient(rid, list(prefs), self.addresses(3 * lane.index + i))
+                assert op.type == OK, op
+                self.recipients.append(rid)
         if doomed is not None:  # a recipient whose preferred channel's address is dead: the cascade must move on
-            self.the_nemesis_strikes(("dead_address", (doomed, PREFERENCES[doomed][0])))
+            self.the_nemesis_strikes(0, ("dead_address", (doomed, PREFERENCES[doomed][0])))
         for fault in first:  # faults already in force when the first notification goes out
-            self.the_nemesis_strikes(fault)
+            self.the_nemesis_strikes(0, fault)
         # Every run replays a notification at once, as a client that missed the answer would: a
         # service that treats the replay as a new message is then caught in the first example.
         self.replay(self.send(doomed or 0, False, "Hatırlatma", "sent, then sent again"))
@@ -317,51 +425,90 @@ class OverHttp(SendsNotifications):
     def time_passes(self, seconds: float) -> None:
         self.d.advance(seconds)
 
-    @rule(fault=FAULTS)
-    def the_nemesis_strikes(self, fault: tuple[str, Any]) -> None:
+    @rule(lane=LANE, fault=FAULTS)
+    def the_nemesis_strikes(self, lane: int, fault: tuple[str, Any]) -> None:
+        """A fault for one lane's recipients (a dead address: for its recipient alone, whichever lane)."""
         kind, param = fault
+        here = self.lanes[lane]
+        config = dict(here.config)
         if kind == "channel_down":
-            down = CHANNELS if param == "all" else sorted({*self.faults.get("down", []), param})
-            change, params = {"down": list(down)}, {"channel": param}
+            down = CHANNELS if param == "all" else sorted({*config.get("down", []), param})
+            config["down"], params = list(down), {"channel": param}
         elif kind == "lost_answers":
-            change, params = {"ack_lost": param}, {"share": param}
+            config["ack_lost"], params = param, {"share": param}
         elif kind == "dead_address":
             who, channel = param
+            who = 3 * lane + who % 3
             address = self.addresses(who)[ADDRESS_FIELD[channel]]
-            dead = {c: list(a) for c, a in self.faults.get("dead", {}).items()}
-            dead.setdefault(channel, []).append(address)
-            change, params = {"dead": dead}, {"recipient": self.recipients[who], "channel": channel}
+            params = {"recipient": self.recipients[who], "channel": channel}
+            op = nemesis.inject(self.d.history, kind, lambda: self.shared.kill(
+                self.providers, self.run, channel, [address]), **params)
+            assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+            return
         elif kind == "failures_multiplied":
-            change, params = {"multiplier": param}, {"multiplier": param}
+            config["multiplier"], params = param, {"multiplier": param}
         else:
-            change, params = {"latency": param}, {"latency_s": param}
-        self.faults.update(change)
-        op = nemesis.inject(self.d.history, kind, lambda: self.providers.config(replace=False, **change).type == OK,
+            config["latency"], params = param, {"latency_s": param}
+        params["lane"] = here.prefix
+        op = nemesis.inject(self.d.history, kind, lambda: self.shared.lane(self.providers, here.prefix, config),
                             **params)
         assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+        here.config = config
+        here.struck.append((kind, params))
 
-    @rule()
-    def the_nemesis_rests(self) -> None:
-        if self.faults:
-            self.faults = {}
-            nemesis.lift(self.d.history, nemesis.ALL, lambda: self.providers.config().type == OK)
+    def lane_rests(self, lane: Lane, client: Providers | None = None) -> None:
+        """Every fault of ``lane`` ends (the history records each end, as it recorded the start)."""
+        struck, lane.config, lane.struck = lane.struck, {}, []
+        if struck:
+            ended = self.shared.lane(client or self.providers, lane.prefix, None)
+            for kind, params in struck:
+                nemesis.lift(self.d.history, kind, lambda: ended, **params)
 
-    @rule(who=st.integers(0, 2))
+    def for_a_while(self, lane: Lane, seconds: float) -> None:
+        """``lane``'s faults end in ``seconds``, on a timer: the example goes on meanwhile."""
+        lane.timer = threading.Timer(seconds, self.lane_rests, (lane, self.lifter))
+        lane.timer.daemon = True
+        lane.timer.start()
+
+    def clean(self, who: int) -> Lane:
+        """``who``'s lane, its timed fault over and every fault of it ended: nothing fails there by the nemesis."""
+        lane = self.lanes[who // 3]
+        lane.wait()
+        self.lane_rests(lane)
+        return lane
+
+    @rule(lane=LANE)
+    def the_nemesis_rests(self, lane: int) -> None:
+        """A lane's faults end (not a timed one: it ends when its wait is over)."""
+        if self.lanes[lane].timer is None or not self.lanes[lane].timer.is_alive():
+            self.lane_rests(self.lanes[lane])
+
+    def everything_rests(self) -> None:
+        """Every lane's timed fault over, then the whole model as the simulator started (dead addresses too)."""
+        for lane in self.lanes:
+            lane.wait()
+            lane.config, lane.struck = {}, []
+            self.shared.lanes.pop(lane.prefix, None)
+        nemesis.lift(self.d.history, nemesis.ALL, lambda: self.shared.reset(self.providers, self.run).type == OK)
+
+    @rule(who=WHO)
     def a_dead_address_meets_a_burst(self, who: int) -> None:
         """One recipient's preferred channel, healthy and then dead for them alone: a breaker that
         counted the dead address's permanent failures as the channel's would skip the channel for
         the last three notifications (breaker_counts_only_transient judges the skip).
 
-        The channel's health is made known exactly, so that the check can decide: nothing fails by
-        chance while the step runs (a seeded transient failure would be a fair reason for a breaker
-        to open, and the check would give the skip the benefit of the doubt); the channel's window
-        is first filled with answered calls, so that what earlier faults left in it is gone; then as
-        many notifications to the dead address as the stated breaker needs failures to open, and one
-        more. Sized from the stated rules and paced by the providers' record, not by a sleep, so
-        that the bug shows on a busy machine too."""
-        self.the_nemesis_rests()
-        channel = PREFERENCES[who][0]
-        self.the_nemesis_strikes(("failures_multiplied", 0.0))
+        The channel's health is made known exactly, so that the check can decide: every lane rests
+        (a breaker sees the whole channel) and nothing fails by chance while the step runs (a seeded
+        transient failure would be a fair reason for a breaker to open, and the check would give the
+        skip the benefit of the doubt); the channel's window is first filled with answered calls, so
+        that what earlier faults left in it is gone; then as many notifications to the dead address
+        as the stated breaker needs failures to open, and one more. Sized from the stated rules and
+        paced by the providers' record, not by a sleep, so that the bug shows on a busy machine too."""
+        self.everything_rests()
+        channel = PREFERENCES[who % 3][0]
+        op = nemesis.inject(self.d.history, "failures_multiplied",
+                            lambda: self.providers.config(replace=False, multiplier=0.0).type == OK, multiplier=0.0)
+        assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
         # Each stage must reach the channel in full: if the target skipped it meanwhile (its breaker
         # still open from an earlier fault, or opened by its own timeouts), the moment is not clean
         # and the step ends without the last three.
@@ -372,16 +519,14 @@ class OverHttp(SendsNotifications):
             # to ``who``, whose address there lives (a breaker that counted them skips it all the same)
             clean = self.dead_addresses_one_each(channel, min(40, self.rules.breaker_min_failures + 1))
         elif clean:
-            self.the_nemesis_strikes(("dead_address", (who, channel)))
+            self.the_nemesis_strikes(who // 3, ("dead_address", (who, channel)))
             clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
-        if not clean:
-            self.the_nemesis_rests()
-            return
-        time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
-        for _ in range(3):
-            self.send(who, False, "Hatırlatma", "to a dead address")
-        time.sleep(0.3)
-        self.the_nemesis_rests()
+        if clean:
+            time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
+            for _ in range(3):
+                self.send(who, False, "Hatırlatma", "to a dead address")
+            time.sleep(0.3)
+        self.everything_rests()
 
     def dead_addresses_one_each(self, channel: str, n: int) -> bool:
         """``n`` recipients who prefer ``channel``, each with an address of its own there, dead; one reminder
@@ -397,11 +542,8 @@ class OverHttp(SendsNotifications):
             self.expect(op.type == OK, f"a valid recipient must be accepted. Actual: {op!r}")
             rids.append(rid)
             dead_here.append(addresses[ADDRESS_FIELD[channel]])
-        dead = {c: list(a) for c, a in self.faults.get("dead", {}).items()}
-        dead.setdefault(channel, []).extend(dead_here)
-        self.faults["dead"] = dead
         op = nemesis.inject(self.d.history, "dead_address",
-                            lambda: self.providers.config(replace=False, dead=dead).type == OK,
+                            lambda: self.shared.kill(self.providers, self.run, channel, dead_here),
                             recipients=rids, channel=channel)
         assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
         for rid in rids:
@@ -434,54 +576,55 @@ class OverHttp(SendsNotifications):
             time.sleep(0.05)
         return True
 
-    @rule(who=st.integers(0, 2))
+    @rule(who=WHO)
     def an_answer_is_lost_then_answers_return(self, who: int) -> None:
         """Every answer lost while one notification goes out (delivered, the target hears nothing),
         then answers return: the target's retry must reach the provider under the same idempotency
-        key, or the recipient hears twice (one_delivery_per_event judges it from the record)."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("lost_answers", 1.0))
+        key, or the recipient hears twice (one_delivery_per_event judges it from the record). The
+        answers return on a timer, once the target surely gave up on the first; its retry comes a
+        round later, while the example goes on."""
+        lane = self.clean(who)
+        self.the_nemesis_strikes(lane.index, ("lost_answers", 1.0))
         self.send(who, True, "Güvenlik kodu", "a lost answer")
-        time.sleep(self.rules.answer_timeout + 0.2)  # the target gives up on the answer...
-        self.the_nemesis_rests()
-        time.sleep(self.rules.backoff + 0.3)  # ...and retries within a round, answers heard again
+        self.for_a_while(lane, self.rules.answer_timeout + 0.2)
 
-    @rule(who=st.integers(0, 2))
+    @rule(who=WHO)
     def every_channel_fails_for_a_while(self, who: int) -> None:
-        """Every channel down while one notification goes through every round its budget allows, and
-        a few more: a target that spends more than its budget shows it (attempt_budget_respected)."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("channel_down", "all"))
+        """Every channel down, for this lane, while one notification goes through every round its budget
+        allows, and a few more: a target that spends more than its budget shows it
+        (attempt_budget_respected). The channels come back on a timer."""
+        lane = self.clean(who)
+        self.the_nemesis_strikes(lane.index, ("channel_down", "all"))
         self.send(who, False, "Hatırlatma", "every channel down")
-        time.sleep((self.rules.budget + 1) * (self.rules.backoff + 0.05) + 0.2)
-        self.the_nemesis_rests()
+        self.for_a_while(lane, all_rounds(self.rules))
 
-    @rule(who=st.integers(0, 2), reminders=st.integers(1, 3))
+    @rule(who=WHO, reminders=st.integers(1, 3))
     def an_urgent_one_then_reminders_at_once(self, who: int, reminders: int) -> None:
         """An urgent notification, then reminders for the same recipient as soon as it is accepted,
         nothing queued and nothing failing: they go to the same channel, and none may be called before
         the urgent one (urgent_first_outside_a_backlog: a target that held urgent notifications back a
         round while reminders went at once shows it here, where no backlog forms)."""
-        self.the_nemesis_rests()
+        self.clean(who)
         self.send(who, True, "Acil: giriş kodu", "urgent, reminders right behind it")
         for i in range(reminders):
             self.send(who, False, "Hatırlatma", f"a reminder right behind an urgent one #{i}")
         time.sleep(min(self.rules.backoff, 1.0) + 0.1)  # the urgent one's round has come, whatever the target
 
-    @rule(who=st.integers(0, 2), size=st.sampled_from([80, 160]))
+    @rule(who=WHO, size=st.sampled_from([80, 160]))
     def a_reminder_flood_then_an_urgent_one(self, who: int, size: int) -> None:
         """Reminders for one recipient faster than the target can deliver them (the providers slowed
-        to FLOOD_LATENCY, nothing else failing), then one urgent notification for the same recipient:
-        it must overtake the backlog, not queue behind it (urgent_overtakes_reminder_backlog judges it
-        from the providers' record; whether the backlog formed is the check's chance count).
+        to FLOOD_LATENCY for the recipient's lane, nothing else failing there), then one urgent
+        notification for the same recipient: it must overtake the backlog, not queue behind it
+        (urgent_overtakes_reminder_backlog judges it from the providers' record; whether the backlog
+        formed is the check's chance count).
 
         The flood is sized by what the target delivers, measured here: after each wave the providers'
         record says how many of the reminders were already called; while that leaves no backlog (a
         target with many workers drains 80 reminders as fast as they come), the next wave is twice as
         big, up to FLOOD_MAX in all. A target with one FIFO for both priorities is then caught however
         fast it delivers."""
-        self.the_nemesis_rests()
-        self.the_nemesis_strikes(("slow_providers", FLOOD_LATENCY))
+        lane = self.clean(who)
+        self.the_nemesis_strikes(lane.index, ("slow_providers", FLOOD_LATENCY))
         rid, tag = self.recipients[who], uuid.uuid4().hex[:6]
         flood = self.target.new_driver(history=self.d.history)  # its own connections, the same history
 
@@ -512,21 +655,38 @@ class OverHttp(SendsNotifications):
             self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
 
     def teardown(self) -> None:
-        """Let every cascade finish (bounded), then judge once more: a retry after a lost answer, a
-        round beyond the budget, happen after the last step."""
+        """The example's end is judged once its cascades finished (a retry after a lost answer, a round beyond the
+        budget, come after the last step): by a finisher, while the next examples run, so that no example waits
+        for the rounds of the one before (:meth:`SharedFaults.finish` waits for them all; their verdicts are the
+        property's). An example a step already failed is not judged again: that failure is the verdict."""
         if not hasattr(self, "d") or not hasattr(self, "ids"):  # set-up failed: its own error says why
             return
-        deadline = time.monotonic() + self.settle_seconds
-        while time.monotonic() < deadline:
-            ops = [self.d.get_notification(nid, process="poll") for nid in self.ids.values()]
-            if all(op.type == OK and op.value["status"] in ("delivered", "failed") for op in ops):
-                break
-            time.sleep(0.2)
+        if sys.exc_info()[1] is not None:  # Hypothesis calls teardown in a ``finally``: a step's error is in flight
+            return
+        finisher = threading.Thread(target=self.finish, name=f"finisher-{self.run}", daemon=True)
+        self.shared.finishers.append(finisher)
+        finisher.start()
+
+    def finish(self) -> None:
+        """Wait for the lanes' timed faults to end, let every cascade finish (bounded), then judge once more."""
         try:
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
+            for lane in self.lanes:  # every timed fault over: the cascades it held back then finish
+                lane.wait()
+            deadline = time.monotonic() + self.settle_seconds
+            while time.monotonic() < deadline:
+                ops = [self.d.get_notification(nid, process="poll") for nid in self.ids.values()]
+                if all(op.type == OK and op.value["status"] in ("delivered", "failed") for op in ops):
+                    break
+                time.sleep(0.2)
+            read_all_and_judge(self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
+        except AssertionError as e:
+            type(self).found.append(str(e))
+            self.shared.violations.append(Violation(str(e), history_of(self)))
+        except BaseException as e:  # the harness's (a record it could not read): never the target's verdict
+            self.shared.errors.append(e)
         finally:
-            if self.faults:
-                self.providers.config()  # the next example starts from the default model anyway; be tidy
+            for lane in self.lanes:  # tidy: the faults a step left in force end with the example
+                self.lane_rests(lane)
 
     @property
     def settle_seconds(self) -> float:
@@ -685,6 +845,7 @@ def test_a_served_target_keeps_every_invariant_over_http(notifications_target: T
         target = notifications_target
         found: list[str] = []
         max_examples = examples
+        shared = SharedFaults()
 
         def teardown(self) -> None:
             try:
@@ -693,10 +854,20 @@ def test_a_served_target_keeps_every_invariant_over_http(notifications_target: T
                 pace.done()
 
     # real time: at most 10 examples of 15 steps; the first violating run is the verdict, whatever
-    # Hypothesis's replay of it does against the live target (run_machine)
-    run_machine(notifications_target, Machine, settings=settings(settings.default, max_examples=examples,
-                                                                 stateful_step_count=steps,
-                                                                 phases=[Phase.explicit, Phase.reuse, Phase.generate]))
+    # Hypothesis's replay of it does against the live target (run_machine), and then what the examples'
+    # finishers judged once their cascades finished (the first of theirs, whole)
+    try:
+        run_machine(notifications_target, Machine, settings=settings(settings.default, max_examples=examples,
+                                                                     stateful_step_count=steps,
+                                                                     phases=[Phase.explicit, Phase.reuse,
+                                                                             Phase.generate]))
+    finally:
+        Machine.shared.finish()
+    if Machine.shared.violations:
+        raise PropertyViolated(Machine.shared.violations[0], "(judged at its example's end, once its cascades had "
+                                                             "finished, while the next examples ran)")
+    if Machine.shared.errors:
+        raise Machine.shared.errors[0]
 
 
 def test_notifications_keep_every_invariant_whatever_the_providers_answer(
