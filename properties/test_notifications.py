@@ -344,6 +344,13 @@ class SharedFaults:
             self.dead.setdefault(run, {}).setdefault(channel, []).extend(addresses)
             return client.config(replace=False, dead=self.killed()).type == OK
 
+    def revive(self, client: Providers, run: str, channel: str, address: str) -> bool:
+        with self.lock:
+            kept = self.dead.get(run, {}).get(channel, [])
+            if address in kept:
+                kept.remove(address)
+            return client.config(replace=False, dead=self.killed()).type == OK
+
     def finish(self) -> None:
         """Wait for every example's finisher (each bounded by its own waits)."""
         for finisher in self.finishers:
@@ -400,11 +407,14 @@ class OverHttp(SendsNotifications):
         self.lifter = Providers(self.target.provider_url, history=self.d.history)  # the timers' own connection
         self.run = uuid.uuid4().hex[:8] + "-"
         self.lanes = [Lane(k, f"{self.run}l{k}-") for k in range(LANES)]
+        self.multiplier = 1.0  # the model's, as the simulator started (the reset says)
         type(self).examples += 1
         progress(f"example {type(self).examples} of at most {type(self).max_examples}")
         # the whole model, as the simulator started, but for what earlier examples' finishers still have in force
         reset = self.shared.reset(self.providers, self.run)
         assert reset.type == OK, f"the providers refused a reset of their configuration: {reset!r}"
+        if isinstance(reset.value, dict):
+            self.multiplier = float(reset.value.get("multiplier", 1.0))
         self.recipients = []
         self.ids = {}
         for lane in self.lanes:
@@ -440,10 +450,11 @@ class OverHttp(SendsNotifications):
             who, channel = param
             who = 3 * lane + who % 3
             address = self.addresses(who)[ADDRESS_FIELD[channel]]
-            params = {"recipient": self.recipients[who], "channel": channel}
+            params = {"recipient": self.recipients[who], "channel": channel, "address": address}
             op = nemesis.inject(self.d.history, kind, lambda: self.shared.kill(
                 self.providers, self.run, channel, [address]), **params)
             assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+            here.struck.append((kind, params))
             return
         elif kind == "failures_multiplied":
             config["multiplier"], params = param, {"multiplier": param}
@@ -458,10 +469,14 @@ class OverHttp(SendsNotifications):
 
     def lane_rests(self, lane: Lane, client: Providers | None = None) -> None:
         """Every fault of ``lane`` ends (the history records each end, as it recorded the start)."""
+        client = client or self.providers
         struck, lane.config, lane.struck = lane.struck, {}, []
-        if struck:
-            ended = self.shared.lane(client or self.providers, lane.prefix, None)
-            for kind, params in struck:
+        ended = any(kind != "dead_address" for kind, _ in struck) and self.shared.lane(client, lane.prefix, None)
+        for kind, params in struck:
+            if kind == "dead_address":  # the recipient's address lives again
+                nemesis.lift(self.d.history, kind, lambda: self.shared.revive(
+                    client, self.run, params["channel"], params["address"]), **params)
+            else:
                 nemesis.lift(self.d.history, kind, lambda: ended, **params)
 
     def for_a_while(self, lane: Lane, seconds: float) -> None:
@@ -470,6 +485,16 @@ class OverHttp(SendsNotifications):
         lane.timer.daemon = True
         lane.timer.start()
 
+    def idle(self, who: int) -> int:
+        """``who``, or the recipient with the same preferences in the first lane after it whose timed fault is
+        over: a step that needs a clean lane takes one that is free rather than wait out another's rounds (the
+        draw still decides the preferences; which lane is bookkeeping). All busy: ``who`` (it will wait)."""
+        for step in range(LANES):
+            lane = self.lanes[(who // 3 + step) % LANES]
+            if lane.timer is None or not lane.timer.is_alive():
+                return 3 * lane.index + who % 3
+        return who
+
     def clean(self, who: int) -> Lane:
         """``who``'s lane, its timed fault over and every fault of it ended: nothing fails there by the nemesis."""
         lane = self.lanes[who // 3]
@@ -477,19 +502,28 @@ class OverHttp(SendsNotifications):
         self.lane_rests(lane)
         return lane
 
+    def quiet(self, who: int) -> Lane:
+        """``who``'s lane clean (:meth:`clean`), and no other lane's fault hides a failure from the record: a step
+        whose check judges a channel's breaker (a flood, an urgent one and reminders, a dead address's burst)
+        must know why the target skipped a channel. A lane's channels down fail visibly (503s the record holds,
+        a fair reason the checks weigh), so such a timed fault runs on; every other fault ends (a lost or slow
+        answer is a timeout to the target, which its breaker counts, while the record says when it was answered),
+        a timed one once its wait is over (a lost answer's lasts an answer timeout)."""
+        for other in self.lanes:
+            if other.index == who // 3:
+                continue
+            if other.timer is not None and other.timer.is_alive():
+                if set(other.config) - {"down", "multiplier"}:
+                    other.wait()
+            else:
+                self.lane_rests(other)
+        return self.clean(who)
+
     @rule(lane=LANE)
     def the_nemesis_rests(self, lane: int) -> None:
         """A lane's faults end (not a timed one: it ends when its wait is over)."""
         if self.lanes[lane].timer is None or not self.lanes[lane].timer.is_alive():
             self.lane_rests(self.lanes[lane])
-
-    def everything_rests(self) -> None:
-        """Every lane's timed fault over, then the whole model as the simulator started (dead addresses too)."""
-        for lane in self.lanes:
-            lane.wait()
-            lane.config, lane.struck = {}, []
-            self.shared.lanes.pop(lane.prefix, None)
-        nemesis.lift(self.d.history, nemesis.ALL, lambda: self.shared.reset(self.providers, self.run).type == OK)
 
     @rule(who=WHO)
     def a_dead_address_meets_a_burst(self, who: int) -> None:
@@ -497,18 +531,31 @@ class OverHttp(SendsNotifications):
         counted the dead address's permanent failures as the channel's would skip the channel for
         the last three notifications (breaker_counts_only_transient judges the skip).
 
-        The channel's health is made known exactly, so that the check can decide: every lane rests
-        (a breaker sees the whole channel) and nothing fails by chance while the step runs (a seeded
-        transient failure would be a fair reason for a breaker to open, and the check would give the
-        skip the benefit of the doubt); the channel's window is first filled with answered calls, so
-        that what earlier faults left in it is gone; then as many notifications to the dead address
-        as the stated breaker needs failures to open, and one more. Sized from the stated rules and
-        paced by the providers' record, not by a sleep, so that the bug shows on a busy machine too."""
-        self.everything_rests()
+        The channel's health is made known as far as it can be, so that the check can decide: the
+        recipient's lane rests and nothing fails by chance while the step runs (a seeded transient
+        failure would be a fair reason for a breaker to open, and the check would give the skip the
+        benefit of the doubt); the channel's window is first filled with answered calls, so that what
+        earlier faults left in it is gone; then as many notifications to the dead address as the
+        stated breaker needs failures to open, and one more. Sized from the stated rules and paced by
+        the providers' record, not by a sleep, so that the bug shows on a busy machine too. Other lanes
+        go on as they were: a failure of theirs on the channel is a fair reason the check weighs, and
+        waiting for their timed faults would cost the example their rounds."""
+        who = self.idle(who)
+        lane = self.quiet(who)
         channel = PREFERENCES[who % 3][0]
         op = nemesis.inject(self.d.history, "failures_multiplied",
                             lambda: self.providers.config(replace=False, multiplier=0.0).type == OK, multiplier=0.0)
         assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+        try:
+            self.burst(who, channel)
+        finally:
+            nemesis.lift(self.d.history, "failures_multiplied",
+                         lambda: self.providers.config(replace=False, multiplier=self.multiplier).type == OK,
+                         multiplier=0.0)
+            self.lane_rests(lane)
+
+    def burst(self, who: int, channel: str) -> None:
+        """The burst itself (:meth:`a_dead_address_meets_a_burst`); ``who``'s dead address lives again after it."""
         # Each stage must reach the channel in full: if the target skipped it meanwhile (its breaker
         # still open from an earlier fault, or opened by its own timeouts), the moment is not clean
         # and the step ends without the last three.
@@ -519,14 +566,27 @@ class OverHttp(SendsNotifications):
             # to ``who``, whose address there lives (a breaker that counted them skips it all the same)
             clean = self.dead_addresses_one_each(channel, min(40, self.rules.breaker_min_failures + 1))
         elif clean:
-            self.the_nemesis_strikes(who // 3, ("dead_address", (who, channel)))
-            clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1), "to a dead address")
+            address = self.addresses(who)[ADDRESS_FIELD[channel]]
+            op = nemesis.inject(self.d.history, "dead_address", lambda: self.shared.kill(
+                self.providers, self.run, channel, [address]), recipient=self.recipients[who], channel=channel)
+            assert op.type == OK, f"the nemesis could not configure the providers: {op!r}"
+            try:
+                clean = self.send_and_hear(who, channel, min(40, self.rules.breaker_min_failures + 1),
+                                           "to a dead address")
+                if clean:
+                    self.the_last_three(who)
+            finally:
+                nemesis.lift(self.d.history, "dead_address", lambda: self.shared.revive(
+                    self.providers, self.run, channel, address), recipient=self.recipients[who], channel=channel)
+            return
         if clean:
-            time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
-            for _ in range(3):
-                self.send(who, False, "Hatırlatma", "to a dead address")
-            time.sleep(0.3)
-        self.everything_rests()
+            self.the_last_three(who)
+
+    def the_last_three(self, who: int) -> None:
+        time.sleep(DECIDED_BEFORE + 0.1)  # the target has heard them all before it decides the next
+        for _ in range(3):
+            self.send(who, False, "Hatırlatma", "to a dead address")
+        time.sleep(0.3)
 
     def dead_addresses_one_each(self, channel: str, n: int) -> bool:
         """``n`` recipients who prefer ``channel``, each with an address of its own there, dead; one reminder
@@ -583,6 +643,7 @@ class OverHttp(SendsNotifications):
         key, or the recipient hears twice (one_delivery_per_event judges it from the record). The
         answers return on a timer, once the target surely gave up on the first; its retry comes a
         round later, while the example goes on."""
+        who = self.idle(who)
         lane = self.clean(who)
         self.the_nemesis_strikes(lane.index, ("lost_answers", 1.0))
         self.send(who, True, "Güvenlik kodu", "a lost answer")
@@ -593,6 +654,7 @@ class OverHttp(SendsNotifications):
         """Every channel down, for this lane, while one notification goes through every round its budget
         allows, and a few more: a target that spends more than its budget shows it
         (attempt_budget_respected). The channels come back on a timer."""
+        who = self.idle(who)
         lane = self.clean(who)
         self.the_nemesis_strikes(lane.index, ("channel_down", "all"))
         self.send(who, False, "Hatırlatma", "every channel down")
@@ -604,7 +666,8 @@ class OverHttp(SendsNotifications):
         nothing queued and nothing failing: they go to the same channel, and none may be called before
         the urgent one (urgent_first_outside_a_backlog: a target that held urgent notifications back a
         round while reminders went at once shows it here, where no backlog forms)."""
-        self.clean(who)
+        who = self.idle(who)
+        self.quiet(who)
         self.send(who, True, "Acil: giriş kodu", "urgent, reminders right behind it")
         for i in range(reminders):
             self.send(who, False, "Hatırlatma", f"a reminder right behind an urgent one #{i}")
@@ -623,7 +686,8 @@ class OverHttp(SendsNotifications):
         target with many workers drains 80 reminders as fast as they come), the next wave is twice as
         big, up to FLOOD_MAX in all. A target with one FIFO for both priorities is then caught however
         fast it delivers."""
-        lane = self.clean(who)
+        who = self.idle(who)
+        lane = self.quiet(who)
         self.the_nemesis_strikes(lane.index, ("slow_providers", FLOOD_LATENCY))
         rid, tag = self.recipients[who], uuid.uuid4().hex[:6]
         flood = self.target.new_driver(history=self.d.history)  # its own connections, the same history
@@ -663,6 +727,12 @@ class OverHttp(SendsNotifications):
             return
         if sys.exc_info()[1] is not None:  # Hypothesis calls teardown in a ``finally``: a step's error is in flight
             return
+        # A fault no timer holds ends with its example, as the next example's reset once ended it: left in
+        # force while the finisher waits, a lost or slow answer would time the target out during the next
+        # example's steps, and its breaker would skip a channel for a reason that example cannot see.
+        for lane in self.lanes:
+            if lane.timer is None or not lane.timer.is_alive():
+                self.lane_rests(lane)
         finisher = threading.Thread(target=self.finish, name=f"finisher-{self.run}", daemon=True)
         self.shared.finishers.append(finisher)
         finisher.start()
