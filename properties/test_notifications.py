@@ -430,13 +430,27 @@ class OverHttp(SendsNotifications):
                 op = self.d.put_recipient(rid, list(prefs), self.addresses(3 * lane.index + i))
                 assert op.type == OK, op
                 self.recipients.append(rid)
-        if doomed is not None:  # a recipient whose preferred channel's address is dead: the cascade must move on
-            self.the_nemesis_strikes(0, ("dead_address", (doomed, PREFERENCES[doomed][0])))
+        if doomed is not None:  # in every lane, a recipient whose preferred channel's address is dead: the
+            for lane in self.lanes:  # cascade must move on (no_retry_after_permanent_on_same_channel's chances)
+                self.the_nemesis_strikes(lane.index, ("dead_address", (doomed, PREFERENCES[doomed][0])))
         for fault in first:  # faults already in force when the first notification goes out
             self.the_nemesis_strikes(0, fault)
         # Every run replays a notification at once, as a client that missed the answer would: a
         # service that treats the replay as a new message is then caught in the first example.
         self.replay(self.send(doomed or 0, False, "Hatırlatma", "sent, then sent again"))
+        if doomed is not None:
+            for lane in self.lanes[1:]:
+                self.send(3 * lane.index + doomed, False, "Hatırlatma", "to a dead address")
+
+    # The plain sends of :class:`SendsNotifications`, to any lane's recipients: each lane's faults meet them.
+    @rule(target=SendsNotifications.events, who=WHO, urgent=st.booleans(), title=TEXTS, body=TEXTS,
+          replayed=st.booleans())
+    def send_a_notification(self, who: int, urgent: bool, title: str, body: str, replayed: bool) -> tuple[str, str]:
+        return super().send_a_notification(who, urgent, title, body, replayed)
+
+    @rule(target=SendsNotifications.events, key=SendsNotifications.events, who=WHO)
+    def the_same_event_to_another_recipient(self, key: tuple[str, str], who: int) -> tuple[str, str]:
+        return super().the_same_event_to_another_recipient(key, who)
 
     @rule(seconds=st.sampled_from([0.05, 0.4, 1.0, 2.5]))
     def time_passes(self, seconds: float) -> None:
@@ -645,26 +659,28 @@ class OverHttp(SendsNotifications):
 
     @rule(who=WHO)
     def an_answer_is_lost_then_answers_return(self, who: int) -> None:
-        """Every answer lost while one notification goes out (delivered, the target hears nothing),
-        then answers return: the target's retry must reach the provider under the same idempotency
-        key, or the recipient hears twice (one_delivery_per_event judges it from the record). The
-        answers return on a timer, once the target surely gave up on the first; its retry comes a
-        round later, while the example goes on."""
+        """Every answer lost while a notification for each of the lane's recipients goes out (delivered, the
+        target hears nothing), then answers return: the target's retry must reach the provider under the
+        same idempotency key, or the recipient hears twice (one_delivery_per_event judges it from the
+        record). The answers return on a timer, once the target surely gave up on the first; its retry
+        comes a round later, while the example goes on."""
         who = self.idle(who)
         lane = self.clean(who)
         self.the_nemesis_strikes(lane.index, ("lost_answers", 1.0))
-        self.send(who, True, "Güvenlik kodu", "a lost answer")
+        for i in range(3):  # each of the lane's recipients, ``who`` first: three retries for one wait
+            self.send(3 * lane.index + (who + i) % 3, True, "Güvenlik kodu", "a lost answer")
         self.for_a_while(lane, self.rules.answer_timeout + 0.2)
 
     @rule(who=WHO)
     def every_channel_fails_for_a_while(self, who: int) -> None:
-        """Every channel down, for this lane, while one notification goes through every round its budget
-        allows, and a few more: a target that spends more than its budget shows it
+        """Every channel down, for this lane, while a notification for each of its recipients goes through every
+        round its budget allows, and a few more: a target that spends more than its budget shows it
         (attempt_budget_respected). The channels come back on a timer."""
         who = self.idle(who)
         lane = self.clean(who)
         self.the_nemesis_strikes(lane.index, ("channel_down", "all"))
-        self.send(who, False, "Hatırlatma", "every channel down")
+        for i in range(3):  # each of the lane's recipients, ``who`` first: three cascades for one wait
+            self.send(3 * lane.index + (who + i) % 3, False, "Hatırlatma", "every channel down")
         self.for_a_while(lane, all_rounds(self.rules))
 
     @rule(who=WHO, reminders=st.integers(1, 3))
