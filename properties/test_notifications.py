@@ -204,10 +204,6 @@ ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}
 # channel's workers, fast enough that the backlog drains in seconds; sent by 32 clients at once.
 FLOOD_LATENCY, FLOOD_CLIENTS = 0.1, 32
 URGENT_AFTER_FLOOD = 3  # urgent notifications sent one after another behind a flood's backlog
-# A wave (a_wave_meets_dead_addresses) is sent by fewer clients, so that the target's calls overlap no more than
-# its own workers make them (a channel's peak concurrency is the backlog's allowance in
-# urgent_overtakes_reminder_backlog: 32 callers at once raised it for the whole example).
-WAVE_CLIENTS = 4
 # The flood grows until this many reminders (and a quarter of those sent) wait uncalled, or FLOOD_MAX went.
 FLOOD_BACKLOG, FLOOD_MAX = 40, 2_560
 PREFERENCES = [["push", "sms", "email"], ["sms", "email", "push"], ["email", "push", "sms"]]
@@ -232,11 +228,6 @@ def all_rounds(rules: DeliveryRules) -> float:
     return (rules.budget + 1) * (rules.backoff + 0.05) + 0.2
 
 
-def one_round(rules: DeliveryRules) -> float:
-    """A round of the target's (its backoff and an answer's timeout), and a hair: a fault its first calls must meet."""
-    return rules.backoff + rules.answer_timeout + 0.2
-
-
 def progress(text: str) -> None:
     """A line on the terminal as the property goes (pytest captures print; a real-time run must show life)."""
     if PYTEST_CONFIG:
@@ -252,12 +243,12 @@ def step_seconds(rules: DeliveryRules) -> dict[str, float]:
     sooner). The waits for the target's rounds are not here: they run on timers (:func:`timed_seconds`)."""
     return {"a_dead_address_meets_a_burst": DECIDED_BEFORE + 0.4 + BURST_SECONDS, "time_passes": 0.99,
             "an_urgent_one_then_reminders_at_once": min(rules.backoff, 1.0) + 0.1,
-            "a_reminder_flood_then_urgent_ones": FLOOD_SECONDS, "a_wave_meets_dead_addresses": WAVE_SECONDS}
+            "a_reminder_flood_then_urgent_ones": FLOOD_SECONDS}
 
 
 def timed_seconds(rules: DeliveryRules) -> dict[str, float]:
     """The faults that end on a timer while the example goes on (:meth:`OverHttp.for_a_while`), and how long."""
-    return {"every_channel_fails_for_a_while": all_rounds(rules), "a_wave_meets_dead_addresses": one_round(rules),
+    return {"every_channel_fails_for_a_while": all_rounds(rules),
             "an_answer_is_lost_then_answers_return": rules.answer_timeout + 0.2}
 
 
@@ -286,10 +277,9 @@ REQUESTS_A_STEP = 8
 # Measured on 2 cores against the served reference and the stdlib server (a step-timing run of 150 steps, 5 s
 # rounds): the invariant's judgement after each step, its reads of every notification and of the providers' growing
 # record and the checks over them, 0.21 s a step; a flood, its waves and the record read after each, 1.36 s; a dead
-# address's burst, its sends and the record polled until they were heard, 0.9 s (0.3 s beside its sleeps); a wave
-# meeting dead addresses, 0.18 s (short rounds). Without them the first figure said 32.6 s for a run of 77 s
-# (benchmarks/bench_announced_durations.py).
-JUDGE_SECONDS, FLOOD_SECONDS, BURST_SECONDS, WAVE_SECONDS = 0.2, 1.4, 0.3, 0.2
+# address's burst, its sends and the record polled until they were heard, 0.9 s (0.3 s beside its sleeps). Without
+# them the first figure said 32.6 s for a run of 77 s (benchmarks/bench_announced_durations.py).
+JUDGE_SECONDS, FLOOD_SECONDS, BURST_SECONDS = 0.2, 1.4, 0.3
 FAULTS_ONLY = ("the_nemesis_strikes", "the_nemesis_rests")  # OverHttp's rules that only turn faults on or off
 
 
@@ -713,30 +703,6 @@ class OverHttp(SendsNotifications):
         for i in range(3):  # each of the lane's recipients, ``who`` first: three cascades for one wait
             self.send(3 * lane.index + (who + i) % 3, False, "Hatırlatma", "every channel down")
         self.for_a_while(lane, all_rounds(self.rules))
-
-    @rule(who=WHO, size=st.sampled_from([30, 60]))
-    def a_wave_meets_dead_addresses(self, who: int, size: int) -> None:
-        """A wave of reminders for a lane's recipients arrives at once (from WAVE_CLIENTS clients) while each
-        recipient's preferred address is dead: a dead address must never be called again for the same
-        notification (no_retry_after_permanent_on_same_channel), nor any delivered twice
-        (one_delivery_per_event), however many of the target's workers handle them at once. The addresses live
-        again on a timer, a round later. The wave is judged from the providers' record and the history, not
-        read back one by one (as the flood).
-
-        Not every channel down: a wave of transient failures makes every channel's breaker due while other
-        lanes run, and a breaker's moment amid a flood's concurrent answers is one the record cannot order as
-        the target heard it (a correct breaker was judged violated, under load)."""
-        who = self.idle(who)
-        lane = self.clean(who)
-        for i in range(3):
-            self.strike(lane.index, ("dead_address", (i, PREFERENCES[i][0])))
-        rids, tag = [self.recipients[3 * lane.index + i] for i in range(3)], uuid.uuid4().hex[:6]
-        with ThreadPoolExecutor(WAVE_CLIENTS) as pool:
-            refused = at_once(pool, self.target.new_driver(history=self.d.history),
-                              [(f"{self.run}wave{tag}-{i}", rids[i % 3]) for i in range(size)], "wave")
-        self.expect(not refused, f"a valid reminder must be accepted. Actual: {refused[:1]!r}")
-        # a dead address answers at once and the cascade moves on: a round and an answer's timeout
-        self.for_a_while(lane, one_round(self.rules))
 
     @rule(who=WHO, reminders=st.integers(1, 3))
     def an_urgent_one_then_reminders_at_once(self, who: int, reminders: int) -> None:
