@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,7 +48,11 @@ def main() -> int:
         for server in args.server or ["reference", "stdlib"]:
             code, out, wall = run(case, server, args.profile, contract=True, rules=args.rules)
             if code not in (0, 6):
-                print(f"{case} on {server}: exit {code}\n{out[-3000:]}", file=sys.stderr)
+                # the whole output kept: a rare failure's evidence is lost if only a piped tail of it was read
+                stamp = time.strftime("%H%M%S")
+                kept = Path(tempfile.gettempdir()) / f"bench_url_properties-{case}-{server}-{stamp}.txt"
+                kept.write_text(out, encoding="utf-8")
+                print(f"{case} on {server}: exit {code} (its whole output: {kept})\n{out[-3000:]}", file=sys.stderr)
             runs.append((f"{case}/{server}", code, wall, chances(out)))
             print(f"{case:14} {server:9} {wall:7.1f} s  exit {code}", flush=True)
     checks = sorted({c for *_, table in runs for c in table})
