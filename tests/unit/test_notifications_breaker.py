@@ -220,3 +220,52 @@ def test_a_run_that_drives_no_channel_down_reports_the_permanent_failures_check_
     # a dead address's burst met in a peak all the same: judged, and its bug still FAILs
     assert named(analysis(a_dead_address_burst(then="sms")), drives_down=False)["breaker_counts_only_transient"] is True
     assert named(analysis(a_dead_address_burst(then="email")), drives_down=False)["breaker_counts_only_transient"] is False
+
+
+def forced_through_then_a_lost_probe() -> tuple[list[Op], list[dict[str, Any]]]:
+    """The pattern of a reference FAILed over a live target (its record, times shifted): every channel's
+    breaker opens on lost answers at about 0.5 s; from 1.05 s (push still open, the others too) a
+    window of calls goes to push all the same (a notification still gets its round); at 1.6 s, push half-open,
+    its probe's answer is lost: the target gives up at 2.1 s and push opens again; at 3.2 s, the
+    cool-down over, push's probe is out and the next notification of a push-first recipient goes
+    to sms."""
+    ops = [recipient(r, ["push", "sms", "email"]) for r in ("flood", "forced", "first")]
+    calls = [call(0.001 * i, ch, "ack_lost", "flood", f"lost-{ch}{i}") for ch in ("push", "sms", "email")
+             for i in range(FAILURES)]
+    calls += [call(1.05 + 0.01 * i, "push", "ok", "forced", f"f{i}") for i in range(WINDOW)]
+    calls += [call(1.6, "push", "ack_lost", "first", "probe")]
+    calls += [call(3.19, "push", "permanent", "first", "probe2"), call(3.2, "sms", "ok", "first", "late")]
+    return ops, sorted(calls, key=lambda c: c["at"])
+
+
+def test_calls_forced_through_an_open_breaker_are_not_its_probe_and_a_lost_probe_reopens_it() -> None:
+    ops, calls = forced_through_then_a_lost_probe()
+    a = NotificationsAnalysis(ops, calls, breaker_window=WINDOW, breaker_min_failures=FAILURES,
+                              answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+    assert _could_be_open(a, "push", 3.2)  # reopened at 2.1 s (its probe, lost), probing again at 3.19 s
+    assert preference_respected(a).valid is not False
+    assert breaker_counts_only_transient(a).valid is not False
+    # the same calls chosen (e-mail healthy all along, the forced ones had a choice): they were the probe,
+    # answered; push closed at about 1 s, and a skip at 3.2 s with no transient failure since is the bug
+    chosen = [c for c in calls if not (c["channel"] == "email" and c["outcome"] == "ack_lost")]
+    b = NotificationsAnalysis(ops, chosen, breaker_window=WINDOW, breaker_min_failures=FAILURES,
+                              answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+    assert not _could_be_open(b, "push", 3.2)
+
+
+def test_permanent_answers_to_calls_forced_through_an_open_breaker_do_not_make_its_skip_the_bug() -> None:
+    # The breaker reopens on its lost probe (heard at 2.1 s); a dead address's calls are forced through it at
+    # 2.5 s (every other channel failing too) and answer permanent; at 3.6 s a call is out on push (its
+    # probe), and a first call at 3.7 s goes to sms. Permanent answers alone in the last cool-down would be
+    # the bug, were those calls the target's choice: forced, they say nothing, and the skip is excused.
+    ops, calls = forced_through_then_a_lost_probe()
+    ops += [recipient("doomed", ["push", "sms", "email"])]
+    calls = [c for c in calls if c["event_id"] not in ("probe2", "late")]
+    calls += [call(1.5 + 0.001 * i, ch, "ack_lost", "flood", f"again-{ch}{i}") for ch in ("sms", "email")
+              for i in range(FAILURES)]
+    calls += [call(2.5 + 0.001 * i, "push", "permanent", "doomed", f"d{i}") for i in range(FAILURES + 1)]
+    calls += [call(3.6, "push", "ok", "first", "probe2"), call(3.7, "sms", "ok", "first", "late")]
+    a = NotificationsAnalysis(ops, sorted(calls, key=lambda c: c["at"]), breaker_window=WINDOW,
+                              breaker_min_failures=FAILURES, answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
+    assert preference_respected(a).valid is not False
+    assert breaker_counts_only_transient(a).valid is not False

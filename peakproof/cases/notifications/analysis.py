@@ -151,6 +151,8 @@ class NotificationsAnalysis:
         self._failed_arrived: dict[str, dict[float, float]] = defaultdict(dict)  # ...and when its call arrived
         self._answered: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (arrived, heard): not failures
         self._all_times: dict[str, list[float]] = defaultdict(list)  # every heard call, permanent ones too
+        # every call, by channel, as (arrived, heard, kind, call) sorted by arrival (kind as in _heard)
+        self.by_arrival: dict[str, list[tuple[float, float, str, dict[str, Any]]]] = defaultdict(list)
         self._counted_cum: dict[str, list[int]] = defaultdict(lambda: [0])  # failures, permanent ones too
         # A call the target called again on the same channel under the same key: the target never
         # heard its answer (it retries so only after an unknown outcome), whatever the record says.
@@ -162,10 +164,12 @@ class NotificationsAnalysis:
         # reference's URL properties FAIL preference_respected once in CI; kept as it was until understood.)
         seen_key: dict[tuple[str, str], dict[str, Any]] = {}
         retried: set[int] = set()
+        self.retries: set[int] = set()  # id() of each call that retried an unknown outcome: no choice of channel
         for c in every:
             k = (c["channel"], c.get("idempotency_key") or "")
             if k[1] and k in seen_key and seen_key[k]["outcome"] != "permanent":
                 retried.add(id(seen_key[k]))
+                self.retries.add(id(c))
             seen_key[k] = c
 
         # What the target itself recorded of each call, where its notifications were read (the reference's
@@ -195,7 +199,9 @@ class NotificationsAnalysis:
             # what a breaker that (wrongly) counted permanent failures would hold: every heard call
             self._all_times[ch].append(h)
             self._counted_cum[ch].append(self._counted_cum[ch][-1] + (failed or c["outcome"] == "permanent"))
-            if c["outcome"] == "permanent" and not lost(c):
+            kind = "permanent" if c["outcome"] == "permanent" and not lost(c) else "failed" if failed else "answered"
+            self.by_arrival[ch].append((c["at"], h, kind, c))
+            if kind == "permanent":
                 self._permanent_seen[ch].append(h)
                 self._heard[ch].append((h, c["at"], "permanent"))
                 continue  # the breaker's window holds calls that say something about the channel
@@ -211,6 +217,8 @@ class NotificationsAnalysis:
             if c["outcome"] == "permanent" and not lost(c) and c.get("to"):
                 k, h = (c["channel"], str(c["to"])), heard_by_target(c)
                 self._dead_from[k] = min(self._dead_from.get(k, h), h)
+        for story in self.by_arrival.values():
+            story.sort(key=lambda s: s[0])
         self._arrived: dict[str, list[float]] = defaultdict(list)  # every call's arrival, by channel
         for c in channel_calls if channel_calls is not None else self.calls:
             self._arrived[c["channel"]].append(c["at"])

@@ -21,6 +21,7 @@ from ... import providers as pv
 from ...checks import CheckResult, Due, Violations, due_counts
 from ...timefmt import moment
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
+from .choice import DECIDED_BEFORE, addressed, chosen_answers, chosen_permanent, possible_probe
 
 __all__ = ["DECIDED_BEFORE", "HEARD_LATE", "preference_respected", "breaker_counts_only_transient",
            "breaker_opens_when_due", "due_openings", "DueOpening"]
@@ -33,9 +34,6 @@ def _transient_before(a: NotificationsAnalysis, channel: str, at: float) -> int:
     end = bisect.bisect_left(times, at)
     t = a._transient_cum[channel]
     return t[end] - t[max(0, end - a.breaker_window)]
-
-
-DECIDED_BEFORE = 0.25  # s between a target's choice of channel and the call's arrival, at most
 
 
 class ChannelStory(str):
@@ -79,8 +77,9 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
         return i > 0 and a._last_failed[channel][i - 1]
     # Permanent answers alone, enough of them, in the last cool-down: the one pattern no fair
     # breaker opens on (a dead address is not a sick channel); nothing excuses that skip.
+    # (Only calls the target chose count: one forced through an open breaker says nothing. :mod:`.choice`)
     since = at - 1.25 * a.breaker_cool_down - 0.25
-    perm, failures = a._permanent_seen.get(channel, []), a._failed_heard.get(channel, [])
+    perm, failures = chosen_permanent(a, channel), a._failed_heard.get(channel, [])
     if (bisect.bisect_left(perm, at) - bisect.bisect_left(perm, since) >= a.suspicious_below
             and bisect.bisect_left(failures, at) == bisect.bisect_left(failures, since)):
         return False
@@ -95,8 +94,9 @@ def _excused(a: NotificationsAnalysis, channel: str, at: float) -> bool:
     # answered in the half second before. An open breaker lets none through, a probing one one
     # (a target's own timeouts can open it on answers the record calls fine: without such
     # evidence a skip is given the benefit of the doubt).
-    # The target decided before the call arrived (up to DECIDED_BEFORE s under load).
-    answered = a._answered.get(channel, [])
+    # The target decided before the call arrived (up to DECIDED_BEFORE s under load). Calls it had to make
+    # whatever the breaker said (every other channel possibly open, a retry) are no evidence.
+    answered = chosen_answers(a, channel)
     decided = at - DECIDED_BEFORE
     recent = answered[bisect.bisect_left(answered, (decided - 0.5, 0.0)):bisect.bisect_left(answered, (decided, 0.0))]
     if sum(1 for _, h in recent if h < decided) < 2:
@@ -148,16 +148,15 @@ def _open_or_probing(a: NotificationsAnalysis, channel: str, opened: float, at: 
             return False
     if at < opened + 1.25 * cd + 0.25:
         return True
-    arrived = a._arrived.get(channel, [])
-    # a probe out at ``at``: a call that reached the channel after the cool-down, not yet heard of
-    lo, hi = bisect.bisect_left(arrived, opened + 0.75 * cd - 0.25), bisect.bisect_right(arrived, at + DECIDED_BEFORE)
-    if lo == hi:
+    # a probe out at ``at``: a call that reached the channel after the cool-down, not yet heard of (the first
+    # then, or a later one while those before it were forced through: :func:`.choice.possible_probe`)
+    probe = possible_probe(a, channel, opened + 0.75 * cd - 0.25, at + DECIDED_BEFORE)
+    if probe is None:
         return False  # half-open and no probe yet: the next call must go through as the probe
-    first_probe = arrived[lo]
     # the probe's answer: an answer heard from a call that arrived then or later closes the breaker;
     # a failure heard reopens it (an open moment itself)
     answered = a._answered.get(channel, [])
-    j = bisect.bisect_left(answered, (first_probe, 0.0))
+    j = bisect.bisect_left(answered, (probe, 0.0))
     return not any(h < at - 0.25 for _, h in answered[j:bisect.bisect_right(answered, (at, float("inf")))])
 
 
@@ -173,7 +172,7 @@ def _preferred_first_calls(a: NotificationsAnalysis, channel: str) -> list[float
             if r is None or not cs or not r["channels"] or cs[0]["channel"] != a.preferred_at(key[1], cs[0]["at"]):
                 continue
             at, preferred = cs[0]["at"], cs[0]["channel"]
-            others = {c for c in [*r["channels"], *_addressed(r)] if c != preferred and c in pv.CHANNELS}
+            others = {c for c in [*r["channels"], *addressed(r)] if c != preferred and c in pv.CHANNELS}
             if any(not _could_be_open(a, c, at, proof=False) and not _could_be_open(a, c, at - DECIDED_BEFORE, proof=False)
                    for c in others):
                 cache.setdefault(preferred, []).append(at)
@@ -214,7 +213,7 @@ def preference_respected(a: NotificationsAnalysis) -> CheckResult:
         if {preferred, a.preferred_at(key[1], first["at"] - DECIDED_BEFORE)} & {c["channel"] for c in _first_round(cs)}:
             continue
         if first["channel"] not in pv.CHANNELS or first["channel"] not in r["channels"] + [
-                c for c in pv.CHANNELS if c in _addressed(r)]:
+                c for c in pv.CHANNELS if c in addressed(r)]:
             v.add(f"event {key[0]!r}: called {first['channel']}, a channel {key[1]!r} has no address for", first)
         elif (first["channel"] != preferred and _transient_before(a, preferred, first["at"]) < a.suspicious_below
               and not _excused(a, preferred, first["at"])):
@@ -390,7 +389,7 @@ def _first_calls_preferring(a: NotificationsAnalysis,
             if r is None or not cs or not r["channels"] or a.preferred_at(key[1], cs[0]["at"]) != channel:
                 continue
             at = cs[0]["at"]
-            others = {c for c in [*r["channels"], *_addressed(r)] if c != channel and c in pv.CHANNELS}
+            others = {c for c in [*r["channels"], *addressed(r)] if c != channel and c in pv.CHANNELS}
             if any(not _could_be_open(a, c, at, proof=False) and not _could_be_open(a, c, at - DECIDED_BEFORE,
                                                                                  proof=False) for c in others):
                 sent = a.accepted.get(key)
@@ -479,9 +478,3 @@ def breaker_opens_when_due(a: NotificationsAnalysis) -> CheckResult:
     return v.result("breaker_opens_when_due", {"due": len(due), "held": ended["held"], "undecided": ended["undecided"]},
                     unknown=bool(due) and not ended["held"], note=note, chances=len(due),
                     chance_kind="moments at which a breaker was due", due=due)
-
-
-def _addressed(r: dict[str, Any]) -> list[str]:
-    addr = r.get("addresses", {})
-    fields = {"push": "push_token", "sms": "phone", "email": "email"}
-    return [c for c in pv.CHANNELS if addr.get(fields[c]) or addr.get(c)]
