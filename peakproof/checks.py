@@ -286,20 +286,54 @@ class ChanceTally:
     """The most chances each check had in one judgement, over a session (a pytest session keeps its
     own, on its plugin object): ``exercised`` for every judgement, ``in_properties`` for those made
     while a test in ``properties/`` ran. A check judged there with no chance over the whole session
-    was not tested, and the property run says so with its own exit code."""
+    was not tested, and the property run says so with its own exit code.
+
+    ``summed``: the chances of every Hypothesis example, each example's most, added up (what a run's
+    examples together put to the test; "the most one judgement had" is the largest example's alone,
+    and moves with the sizes Hypothesis draws). Judgements outside an example count as one each."""
 
     exercised: dict[str, int] = field(default_factory=dict)
     in_properties: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (most, what a chance is)
     in_property: bool = False  # set while a property test runs
+    summed: dict[str, int] = field(default_factory=dict)  # the examples ended, each one's most, added up
+    _example: Any = None  # the Hypothesis example judged last (kept, so that its identity is never reused)
+    _example_most: dict[str, int] = field(default_factory=dict)
 
     def record(self, results: Iterable["CheckResult"]) -> None:
+        example = _current_example()
+        if example is None or example is not self._example:
+            self._end_example()
+            self._example = example
         for r in results:
             if r.chances is None:
                 continue
+            self._example_most[r.name] = max(self._example_most.get(r.name, 0), r.chances)
             self.exercised[r.name] = max(self.exercised.get(r.name, 0), r.chances)
             if self.in_property:
                 seen = self.in_properties.get(r.name, (0, r.chance_kind))[0]
                 self.in_properties[r.name] = (max(seen, r.chances), r.chance_kind)
+        if example is None:
+            self._end_example()
+
+    def _end_example(self) -> None:
+        for name, n in self._example_most.items():
+            self.summed[name] = self.summed.get(name, 0) + n
+        self._example_most = {}
+        self._example = None
+
+    def summed_over_examples(self) -> dict[str, int]:
+        """``summed``, the example judged last included."""
+        return {name: self.summed.get(name, 0) + self._example_most.get(name, 0)
+                for name in {*self.summed, *self._example_most}}
+
+
+def _current_example() -> Any:
+    """The Hypothesis example being run (its build context), or None outside one."""
+    try:
+        from hypothesis.control import _current_build_context
+    except ImportError:  # pragma: no cover - hypothesis is a dependency; its private name may move
+        return None
+    return _current_build_context.value
 
 
 # Where judgements are tallied: the process's own at the bottom; a pytest session pushes its plugin's

@@ -209,11 +209,12 @@ class PropertiesSession:
         if not exercised:
             return
         waived = waived_checks(config)
-        tr.section("peakproof: chances to fail, per check (the most one judgement had)")
+        summed = self.chances.summed_over_examples()
+        tr.section("peakproof: chances to fail, per check (the most one judgement had; all examples' added up)")
         for name, n in sorted(exercised.items()):
             why = (f"   <- waived: --without {waived[name]}" if name in waived and not n else
                    "   <- not exercised: this run could not have caught its bug" if not n else "")
-            tr.write_line(f"  {name}: {n:,}{why}")
+            tr.write_line(f"  {name}: {n:,}; {summed.get(name, n):,} in all{why}")
         for cap in sorted(set(waived.values())):
             tr.write_line(f"  waived: {cap} (--without {cap}): "
                           + ", ".join(sorted(k for k, v in waived.items() if v == cap)) + " not checked")
@@ -229,6 +230,7 @@ class PropertiesSession:
 
     def to_worker_output(self) -> dict[str, Any]:
         return {"exercised": self.chances.exercised, "in_properties": self.chances.in_properties,
+                "summed": self.chances.summed_over_examples(),
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
                 "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
                 "harness_errors": self.harness_errors, "paces": self.paces, "ended": self.ended,
@@ -237,6 +239,8 @@ class PropertiesSession:
     def merge(self, doc: dict[str, Any]) -> None:
         for name, n in doc.get("exercised", {}).items():
             self.chances.exercised[name] = max(self.chances.exercised.get(name, 0), n)
+        for name, n in doc.get("summed", {}).items():
+            self.chances.summed[name] = self.chances.summed.get(name, 0) + n
         for name, (n, kind) in doc.get("in_properties", {}).items():
             seen = self.chances.in_properties.get(name, (0, kind))[0]
             self.chances.in_properties[name] = (max(seen, n), kind)

@@ -77,3 +77,28 @@ def test_judgements_are_tallied_by_the_session_that_made_them(_own_chances: chec
     assert inner.exercised == {"no_oversell": 40} and inner.in_properties == {"no_oversell": (40, "reads")}
     assert _own_chances.exercised == {"no_oversell": 12, "expired_hold_is_never_sold": 0}
     assert _own_chances.in_properties == {}  # not judged while a property ran
+
+
+def test_the_tally_adds_up_each_hypothesis_example_s_most_and_each_judgement_made_outside_one(
+        _own_chances: checks.ChanceTally) -> None:
+    from hypothesis import given, settings, strategies as st
+
+    judged: list[list[int]] = []
+
+    @settings(max_examples=5, derandomize=True, database=None)
+    @given(st.lists(st.integers(0, 9), min_size=1, max_size=4))
+    def an_example_judged_as_it_grows(steps: list[int]) -> None:
+        seen, total = [], 0
+        for n in steps:  # a judgement per step, of the history so far: its chances only grow
+            total += n
+            seen.append(total)
+            assert_checks([CheckResult("no_oversell", True, chances=total, chance_kind="reads")])
+        judged.append(seen)
+
+    an_example_judged_as_it_grows()
+    assert len(judged) >= 2
+    assert _own_chances.summed_over_examples() == {"no_oversell": sum(seen[-1] for seen in judged)}
+    assert _own_chances.exercised == {"no_oversell": max(seen[-1] for seen in judged)}
+    assert_checks([HELD])  # outside any example: each judgement on its own
+    assert_checks([HELD])
+    assert _own_chances.summed_over_examples()["no_oversell"] == sum(seen[-1] for seen in judged) + 2 * HELD.chances
