@@ -21,7 +21,7 @@ from ... import providers as pv
 from ...checks import CheckResult, Due, Violations, due_counts
 from ...timefmt import moment
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
-from .choice import DECIDED_BEFORE, addressed, chosen_answers, chosen_permanent, possible_probe
+from .choice import DECIDED_BEFORE, addressed, chosen_answers, chosen_permanent, count_reached, possible_probe
 
 __all__ = ["DECIDED_BEFORE", "HEARD_LATE", "preference_respected", "breaker_counts_only_transient",
            "breaker_opens_when_due", "due_openings", "DueOpening"]
@@ -113,9 +113,7 @@ def _open_moments(a: NotificationsAnalysis, channel: str, proof: bool = True) ->
     taking first calls let through as proof it had closed (a superset). Computed once."""
     cache: dict[tuple[str, bool], list[float]] = a.__dict__.setdefault("_open_moments", {})
     if (channel, proof) not in cache:
-        times, cum = a._times.get(channel, []), a._transient_cum[channel]
-        threshold = {times[end - 1] for end in range(1, len(times) + 1)
-                     if cum[end] > cum[end - 1] and cum[end] - cum[max(0, end - a.breaker_window)] >= a.suspicious_below}
+        threshold = count_reached(a, channel)
         moments: list[float] = []
         probe_from = 0.75 * a.breaker_cool_down - 0.25  # after the cool-down (slack as below): a probe's failure
         for f in a._failed_heard.get(channel, []):
