@@ -226,7 +226,7 @@ def test_one_event_to_two_recipients_gets_two_notifications_each_about_its_recip
 
 
 def _urgent_then_reminders(urgent_called_at: float, reminders_called_at: float, *, backoff: float = 0.3,
-                           reminder_channel: str = "sms", reminders: int = 3) -> Any:
+                           reminder_channel: str = "sms", reminders: int = 3, urgent_channel: str = "sms") -> Any:
     """An urgent notification accepted at 1.0, then reminders sent just after it for the same recipient;
     the providers' record calls the urgent one and the reminders at the times given."""
     from peakproof.cases.notifications import urgent_first_outside_a_backlog
@@ -239,7 +239,7 @@ def _urgent_then_reminders(urgent_called_at: float, reminders_called_at: float, 
     for i in range(reminders):
         h.at(1.01 + 0.001 * i).ok("notify", {"event_id": f"rem{i}", "recipient_id": "r", "priority": "reminder"},
                                   {"notification_id": f"n{i}"})
-    calls = [{"channel": "sms", "event_id": "code", "recipient_id": "r", "at": urgent_called_at, "outcome": "ok",
+    calls = [{"channel": urgent_channel, "event_id": "code", "recipient_id": "r", "at": urgent_called_at, "outcome": "ok",
               "latency": 0.01, "idempotency_key": "code/r", "message": {}}]
     calls += [{"channel": reminder_channel, "event_id": f"rem{i}", "recipient_id": "r",
                "at": reminders_called_at + 0.001 * i, "outcome": "ok", "latency": 0.01,
@@ -265,3 +265,11 @@ def test_a_reminder_on_another_channel_or_sent_a_round_later_is_no_chance() -> N
     # the slack is half the round, at most 0.25 s: with 30 s rounds a 0.3 s hold still shows
     long_round = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02, backoff=30.0)
     assert long_round.valid is False  # the slack is at most 0.25 s, whatever the round
+
+
+def test_an_urgent_notification_that_ended_on_another_than_its_preferred_channel_is_no_chance() -> None:
+    # held for sms (its preferred channel: a full bulkhead, a probe out), then sent by e-mail when that changed:
+    # reminders called on e-mail meanwhile owed it nothing
+    moved = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02, reminder_channel="email",
+                                   urgent_channel="email")
+    assert moved.chances == 0 and moved.valid == "unknown", moved.summary()
