@@ -7,6 +7,7 @@ registry (:func:`peakproof.cases.all_cases`): this module names neither.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -81,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     lf = sub.add_parser("locustfile", help="print where the Locust scenarios are (the installed package's, or "
                                            "./loadtests/): locust -f \"$(peakproof locustfile)\" ...")
     lf.add_argument("case", nargs="?", choices=list(cases), help="print that case's file instead of the folder")
+    rp = sub.add_parser("replay", help="replay a FAIL's witness (reports/*.replay.json) against a target, on fresh "
+                                       "ids, with its timing; exit 1 when the check fails again")
+    rp.add_argument("file", help="the .replay.json a FAILed run wrote beside its report")
+    from .replay import add_arguments
+
+    add_arguments(rp)
     return p
 
 
@@ -273,6 +280,14 @@ def run_spec(args: argparse.Namespace) -> Any:
     return case.resolved(spec, calibrates=True)
 
 
+def _witness_file(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError("peakproof replay FILE", "a witness file (JSON) a FAILed run wrote in its report folder",
+                         path, f"It could not be read: {e}.") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -286,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
             return _init(args)
         if args.command == "locustfile":
             return _locustfile(args)
+        if args.command == "replay":
+            from .replay import replay_command
+
+            return replay_command(_witness_file(args.file), args)
         if args.command == "plan":
             from .plan import plan_command
 

@@ -231,6 +231,9 @@ SHARED: tuple[Option, ...] = (
     Option("save_history", "also write the merged history (one JSON op a line) beside the report", LOAD,
            action="store_true"),
     Option("report_dir", "where the HTML reports go", LOAD, default="reports", web_ui=True),
+    Option("replay_seconds", "after a FAIL, s in all to replay each violated check's witness on fresh ids and shrink "
+                             "it (0: show the witness as found, send nothing)", LOAD | {PYTEST}, default=60.0,
+           kind=non_negative(float)),
     Option("junit", "also write the verdict as JUnit XML to this file, for a CI system's test report: a test case "
                     "per check and service level per stage; a broken promise a failure (Actual / Limit), an "
                     "undecided one skipped with its reason", LOAD, metavar="FILE"),

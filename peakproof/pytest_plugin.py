@@ -69,10 +69,17 @@ class Target:
             if self.policy:
                 options.setdefault("policy", self.policy)
             return module.IN_PROCESS(history=history, **options)
+        driver = build_driver(self.run_spec(), history=history)
+        if self.session is not None:  # a property that fails leaves its histories to be replayed (peakproof.replay)
+            self.session.note_history(self, driver.history)
+        return driver
+
+    def run_spec(self) -> RunSpec:
+        """The spec a driver of this URL is built from (the session's, else one from the target's options)."""
         spec = self.spec or RunSpec(case=self.case, target_url=self.url, admin_token=self.admin_token,
                                     driver=self.driver_spec,
                                     case_options={"provider_url": self.provider_url} if self.provider_url else {})
-        return build_driver(spec.with_options(target_url=self.url), history=history)
+        return spec.with_options(target_url=self.url)
 
     @property
     def without(self) -> tuple[str, ...]:

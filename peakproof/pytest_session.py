@@ -82,6 +82,13 @@ class PropertiesSession:
     # the run did, said beside a check that never had a chance (a run whose every reserve was refused gives none)
     ended: dict[str, int] = field(default_factory=dict)
     first_failure: str = ""
+    # the first violating run of each property that broke a promise over a URL: (its Target, the run), replayed
+    # and shrunk at the session's end (peakproof.replay), outside any test's time limit
+    kept: list[Any] = field(default_factory=list)
+    witnesses: list[dict[str, Any]] = field(default_factory=list)  # peakproof.witness.Witness.to_json()
+    # the histories a property's drivers recorded over a URL during its call: (its Target, the History)
+    histories: list[Any] = field(default_factory=list, repr=False)
+    kept_before_call: int = 0
     headed: bool = False  # the session's header named the target and the profile
 
     # -- pytest's hooks ---------------------------------------------------------------------------------------
@@ -115,6 +122,7 @@ class PropertiesSession:
         kind, reason = failure_kind(call.excinfo.value)
         report.peakproof_reason = f"{item.nodeid}: {reason}"  # type: ignore[attr-defined]
         if kind == "violation":
+            self.keep_histories(reason)
             return
         self.undecided.append(f"{item.nodeid}: {reason}")
         if kind == "harness":  # a skip's sections are never printed: the summary prints the traceback itself
@@ -130,12 +138,30 @@ class PropertiesSession:
 
         if self.chances.in_property:
             history.WATCHERS.append(self.op_ended)
+        self.histories, self.kept_before_call = [], len(self.kept)
         try:
             yield
         finally:
             self.chances.in_property = False
             if self.op_ended in history.WATCHERS:
                 history.WATCHERS.remove(self.op_ended)
+
+    def note_history(self, target: Any, history: Any) -> None:
+        """A driver of ``target`` (over a URL) records into ``history`` during the property now running."""
+        if not target.in_process and all(h is not history for _, h in self.histories):
+            self.histories.append((target, history))
+
+    def keep_histories(self, reason: str) -> None:
+        """A property broke a promise: unless it kept its first violating run itself (a state machine,
+        :func:`peakproof.realtime.run_machine`), what its drivers recorded is the run to replay."""
+        from .history import merge_histories
+        from .realtime import Violation
+
+        parts = [h for _, h in self.histories if len(h.ops)]
+        if len(self.kept) > self.kept_before_call or not parts:
+            return
+        ops = list(parts[0].ops) if len(parts) == 1 else merge_histories([h.ops for h in parts]).ops
+        self.kept.append((self.histories[0][0], Violation(reason, [], ops)))
 
     def op_ended(self, op: Any) -> None:
         """Count how an operation of a property ended (its function, outcome and error)."""
@@ -152,6 +178,8 @@ class PropertiesSession:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         config = session.config
+        self.witnesses += reproduce_kept(self.kept)
+        self.kept.clear()
         if hasattr(config, "workeroutput"):  # a pytest-xdist worker: its controller judges the whole session
             config.workeroutput["peakproof"] = self.to_worker_output()
         untested = self.not_exercised(config) + self.contract_undecided()
@@ -165,11 +193,19 @@ class PropertiesSession:
                                        dict(self.chances.exercised), self.lacking_sentences(), sorted(self.waived),
                                        self.off_contract, untested, list(self.undecided), self.rules)
             result.data["contract"] = [r.to_json() for r in self.contracts]  # peakproof run's contract stage reads it
+            result.data["witnesses"] = self.witnesses
             result.dump(out)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         """How many chances to fail each check had over the run; what could not be tested, and why."""
         tr = terminalreporter
+        if self.witnesses:
+            from .witness import Witness
+
+            tr.section("peakproof: a reproduction of each broken promise (the first violating run, replayed and shrunk)")
+            for doc in self.witnesses:
+                for line in Witness.from_json(doc).verdict_lines():
+                    tr.write_line(f"  {line}")
         for error in self.harness_errors:
             tr.section("peakproof: the harness's own error (a bug in peakproof or its options), its traceback",
                        red=True)
@@ -234,7 +270,7 @@ class PropertiesSession:
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
                 "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
                 "harness_errors": self.harness_errors, "paces": self.paces, "ended": self.ended,
-                "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts]}
+                "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts], "witnesses": self.witnesses}
 
     def merge(self, doc: dict[str, Any]) -> None:
         for name, n in doc.get("exercised", {}).items():
@@ -255,6 +291,7 @@ class PropertiesSession:
         for key, n in doc.get("ended", {}).items():
             self.ended[key] = self.ended.get(key, 0) + n
         self.contracts += [_ContractEcho(**c) for c in doc.get("contracts", [])]
+        self.witnesses += doc.get("witnesses", [])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -291,6 +328,31 @@ class PropertiesSession:
     def lacking_sentences(self) -> dict[str, str]:
         return {cap.name: cap.sentence() for case in all_cases().values() for cap in case.capabilities
                 if cap.name in self.lacking}
+
+
+def reproduce_kept(kept: list[Any]) -> list[dict[str, Any]]:
+    """Each kept violating run (a property's, over a URL) as a witness of the checks its history breaks,
+    replayed and shrunk against its target within the run's ``--replay-seconds`` in all."""
+    import time
+
+    from .history import History
+    from .replay import hooks_for
+    from .shrink import property_witness, reproduce
+
+    out: list[dict[str, Any]] = []
+    started = time.monotonic()
+    for target, violation in kept:
+        hooks = hooks_for(target.case)
+        if hooks is None:
+            continue
+        spec = target.run_spec()
+        failed = [r for r in hooks.checks(target.new_driver(History(time.time)), violation.ops) if r.valid is False]
+        stem = f"properties-{target.case}-{time.strftime('%Y%m%d-%H%M%S')}"
+        left = max(0.0, spec.replay_seconds - (time.monotonic() - started))
+        found = reproduce(target.case, spec, violation.ops, failed, seconds=left, directory=spec.report_dir,
+                          stem=stem) if failed else [property_witness(spec, violation, stem)]
+        out += [w.to_json() for w in found]
+    return out
 
 
 @dataclass

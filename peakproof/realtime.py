@@ -37,6 +37,7 @@ class Violation:
 
     message: str
     history: list[str] = field(default_factory=list)
+    ops: list[Any] = field(default_factory=list, repr=False)  # the run's operations themselves: its witness's
 
     def report(self, replay: str = "") -> str:
         lines = [self.message.rstrip(), "",
@@ -87,11 +88,20 @@ def run_machine(target: Any, machine: type, settings: Any = None) -> None:
                 raise
             finally:
                 if isinstance(raised, AssertionError) and not kept:
-                    kept.append(Violation(str(raised), history_of(self)))
+                    ops = list(getattr(getattr(getattr(self, "d", None), "history", None), "ops", None) or [])
+                    kept.append(Violation(str(raised), history_of(self), ops))
 
     FirstViolationKept.__name__ = FirstViolationKept.__qualname__ = machine.__name__
     try:
-        run_state_machine_as_test(FirstViolationKept, settings=settings)
+        _run_keeping(FirstViolationKept, settings, kept)
+    finally:
+        if kept and getattr(target, "session", None) is not None:  # replayed and shrunk once the session ends (its own time)
+            target.session.kept.append((target, kept[0]))
+
+
+def _run_keeping(machine: type, settings: Any, kept: list[Violation]) -> None:
+    try:
+        run_state_machine_as_test(machine, settings=settings)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # pytest-timeout's failure is a BaseException too

@@ -47,6 +47,7 @@ class RunReport:
     details: dict[str, Any] = field(default_factory=dict)
     locust_html: str | None = None
     harness_errors: list[str] = field(default_factory=list)  # tracebacks: the run is INCONCLUSIVE
+    witnesses: list[Any] = field(default_factory=list)  # peakproof.witness.Witness: one per violated check
 
     @property
     def judged(self) -> Verdict:
@@ -71,6 +72,7 @@ class RunReport:
                 "harness_errors": self.harness_errors,
                 "load": [r.to_json() for r in self.load], "checks": [r.to_json() for r in self.checks],
                 "slos": [r.to_json() for r in self.slos], "details": self.details, "locust_html": self.locust_html,
+                "witnesses": [w.to_json() for w in self.witnesses],
                 # what the HTML draws, as data: a reader can check a charted figure against the judged one
                 "charts": [{"title": c.title, "y_label": c.y_label, "x_label": c.x_label, "note": c.note,
                             "series": {k: [list(p) for p in v] for k, v in c.series.items()}} for c in self.charts]}
@@ -157,6 +159,8 @@ def render(r: RunReport) -> str:
         parts.append(f"<h3>Harness error</h3><pre>{html.escape(err)}</pre>")
     for title, group in (("Offered load", r.load), ("Invariants", r.checks), ("Service levels", r.slos)):
         parts.append(f"<h2>{title}</h2>" + _results_table(group))
+    if r.witnesses:
+        parts.append("<h2>Reproductions</h2>" + "".join(witness_html(w) for w in r.witnesses))
     parts.append("<h2>Charts</h2>")
     for chart in r.charts:
         parts.append(f"<figure><figcaption>{html.escape(chart.title)}</figcaption>{svg_chart(chart)}"
@@ -179,6 +183,22 @@ def render(r: RunReport) -> str:
                                                      for e in res.examples[:5])) + "</pre>")
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def witness_html(w: Any) -> str:
+    """A witness (peakproof.witness.Witness): its headline, the numbered table, its files and curl lines."""
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in s.cells(n)) + "</tr>"
+                   for n, s in enumerate(w.steps, 1))
+    files = w.target.get("files") or []
+    out = (f"<h3>{html.escape(w.check)}</h3><p>{html.escape(w.headline())}</p>"
+           f"<p>as found: {html.escape(w.violation)}</p>"
+           + (f"<p>in the last replay that failed again: {html.escape(w.last_violation)}</p>" if w.last_violation else "")
+           + "<table><tr><th>#</th><th>who</th><th>what</th><th>when</th><th>answer</th></tr>" + rows + "</table>")
+    if files:
+        out += "<p>replay it: " + ", ".join(f"<code>{html.escape(str(f))}</code>" for f in files) + "</p>"
+    if w.curl:
+        out += "<p>the same requests with curl (ids of one replay):</p><pre>" + html.escape("\n".join(w.curl)) + "</pre>"
+    return out
 
 
 def _results_table(results: list[CheckResult]) -> str:

@@ -44,6 +44,7 @@ from .launch import ServedTarget
 from .machine import conditions_changed, placement_for, tenancy_line
 from .spec import RunSpec, StageResult
 from .verdict import Outcome, judge_results, merge_outcomes
+from .witness import Witness
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Part:
     skipped: bool = False  # did not run at all (shown "skipped", never "ok"); its reasons say why
     seconds: float = 0.0
     junit_cases: list[Any] = field(default_factory=list)  # its own JUnit test cases (the properties': pytest's)
+    witnesses: list[dict[str, Any]] = field(default_factory=list)  # peakproof.witness.Witness.to_json(), per FAIL
 
     def as_junit(self) -> "junit.Stage":
         return junit.Stage(self.name, self.outcome, self.results, self.reasons, self.detail, self.seconds,
@@ -173,6 +175,8 @@ def run(spec: RunSpec) -> int:
         print(f"  [{p.mark}] {p.name}: {p.detail}")
         for r in p.results:
             print("      " + r.line().replace("\n", "\n      "))
+        for doc in p.witnesses:  # a reproduction for every FAIL: the shrunk witness, its rate, its script
+            print("    " + "\n      ".join(Witness.from_json(doc).verdict_lines()))
     if junit_file:
         path = junit.write(junit_file, case.name, [p.as_junit() for p in parts], outcome, time.monotonic() - started)
         print(f"  JUnit XML: {path} ({sum(len(p.results) for p in parts)} checks and service levels in "
@@ -187,8 +191,6 @@ def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
     extra = {"admin_token": spec.admin_token} if spec.admin_token else {}
     return ServedTarget(case.name, policy=spec.policy or case.default_policy,
                         **{**extra, **case.served_options(spec), **options})
-
-
 
 
 def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
@@ -393,7 +395,7 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     idle = sorted(check for check, n in chances.items() if not n)
     if idle:
         took += f"; not exercised by the properties (the load must): {', '.join(idle)}"
-    return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons,
+    return Part(name, Outcome[res.outcome], res.detail + took, reasons=res.reasons, witnesses=res.data.get("witnesses") or [],
                 junit_cases=junit.pytest_cases(own_junit, f"peakproof.{case.name}.properties"))
 
 
@@ -493,4 +495,5 @@ def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationRes
         reasons.append(f"Locust exited {proc.returncode} where the verdict says {outcome.exit_code}: "
                        f"{proc.stderr.strip()[-300:]}")
         outcome = Outcome.INCONCLUSIVE if outcome is not Outcome.FAIL else outcome
-    return Part(name, outcome, f"{res.detail}; {cpu}", [CheckResult.from_json(r) for r in res.checks], reasons)
+    return Part(name, outcome, f"{res.detail}; {cpu}", [CheckResult.from_json(r) for r in res.checks], reasons,
+                witnesses=res.data.get("witnesses") or [])

@@ -53,6 +53,7 @@ class RunSpec:
     max_run_seconds: float = 900.0
     save_history: bool = False
     report_dir: str = "reports"
+    replay_seconds: float = 60.0  # after a FAIL: replaying and shrinking its witnesses (peakproof.replay)
     junit: str | None = None  # where the verdict goes as JUnit XML too (peakproof.junit); None: nowhere
     calibrated_rate: float | None = None
     calibrate_max_rate: float | None = None

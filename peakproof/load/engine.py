@@ -37,7 +37,7 @@ from ..slo import parse_thresholds
 from ..spec import RunSpec, StageResult
 from . import messages
 from .dispatch import dispatch, harness_error
-from .judge import RunRecord, conclude_calibration, judge_run, summary
+from .judge import RunRecord, conclude_calibration, judge_run, summary, witnesses_of
 from .scenario import SCENARIOS, Calibration, Scenario
 
 
@@ -468,12 +468,11 @@ def _conclude(eng: Engine) -> None:
                                         [doc.get("error") or "not even the first step was on time"], data=doc))
         eng.environment.process_exit_code = 0 if ok else 2
         return
-    report = judge_run(sc, history, spec, rec)
+    report = witnesses_of(sc, history, spec, judge_run(sc, history, spec, rec))
     path = write_report(report, spec.report_dir)
-    eng.report_path = str(path)
+    eng.report_path, judged = str(path), report.judged
     if spec.save_history:
         history.dump(path.with_suffix(".history.jsonl"))
-    judged = report.judged
     eng.environment.process_exit_code = judged.outcome.exit_code
     print(summary(report, path), flush=True)
     load = report.load[0].counts if report.load else {}
@@ -483,6 +482,7 @@ def _conclude(eng: Engine) -> None:
         detail=(f"{load.get('sent', 0):,} requests, peak {load.get('peak_sent_per_s', 0):,}/s sent vs "
                 f"{load.get('peak_target_per_s', 0):,}/s due; report {path}"),
         report=str(path), data={"load": load, "harness_errors": report.harness_errors,
+                                "witnesses": [w.to_json() for w in report.witnesses],
                                 "tenancy": rec.tenancy.to_json() if rec.tenancy else None,
                                 "rules": next((v for k, v in report.params.items() if "rules" in k), {})}))
     if spec.junit:  # locust -f loadtests/ --junit FILE: the scenario's verdict for a CI system's test report
@@ -493,7 +493,7 @@ def _conclude(eng: Engine) -> None:
 
 
 def _write_result(spec: RunSpec, result: StageResult) -> None:
-    if spec.result:
+    if spec.result:  # a Locust run without peakproof run's --result writes none
         result.dump(spec.result)
 
 

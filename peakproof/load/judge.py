@@ -192,6 +192,24 @@ def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> d
     return doc
 
 
+def witnesses_of(sc: Scenario, history: History, spec: RunSpec, report: RunReport) -> RunReport:
+    """``report`` with a witness of each check the run violated, replayed and shrunk against the target
+    (peakproof.replay); none on a PASS (nothing is sent). A replay that raised loses the reproduction,
+    says so in the report's details, and leaves the verdict as judged."""
+    if not any(r.valid is False for r in report.checks):
+        return report
+    from ..shrink import reproduce
+
+    try:
+        report.witnesses = reproduce(spec.case, spec, history.ops, report.checks, seconds=spec.replay_seconds,
+                                     directory=spec.report_dir, stem=report.slug(),
+                                     log=lambda text: print(text, flush=True))
+    except Exception as e:  # noqa: BLE001 - the verdict stands; the reproduction is lost, and said so
+        report.details["reproduction"] = f"the witness replay raised (the verdict stands): {type(e).__name__}: {e}"
+        traceback.print_exc()
+    return report
+
+
 def summary(report: RunReport, path: Any) -> str:
     judged = report.judged
     lines = [f"\npeakproof {report.scenario}: {judged.outcome}  (report: {path})"]
@@ -200,6 +218,8 @@ def summary(report: RunReport, path: Any) -> str:
     for group in (report.load, report.checks, report.slos):
         for r in group:
             lines.append("  " + r.line())
+    for w in report.witnesses:
+        lines += ["  " + line for line in w.verdict_lines()]
     return "\n".join(lines)
 
 

@@ -1,0 +1,358 @@
+"""Replay a witness (``peakproof.witness``) against a live target, and ``peakproof replay``.
+
+A replay sends the witness's steps again on fresh ids (every name the harness chose gets a new
+suffix; every id the target handed back is mapped to the one it hands back this time), setup
+steps first and one by one, then the others each at its own start time (threads: what made them
+concurrent is their overlap) or, once the shrink found it enough, one after the other. The
+case's own checks judge the replay's history: the witness *reproduces* when the same check
+fails again. ``peakproof.shrink`` makes it smaller while it does. A case takes part through a
+:class:`~peakproof.witness.CaseWitness` (``peakproof/cases/<case>/witness.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
+
+from .checks import CheckResult
+from .history import OK, History, Op
+from .witness import CaseWitness, Step, Witness, curl_line
+
+NEED = (2, 4)  # a shrink candidate must fail again in 2 of 4 tries
+TRIES = 10  # the final estimate
+MAX_STEPS = 2000  # a window longer than this is cut to its last steps before the violation
+POOL = 64  # threads that send a concurrent replay's steps, each at its own start
+WAIT_FOR_ID = 10.0  # s a step waits for the step whose answer names its id
+
+
+def steps_of(ops: Iterable[Op], setup: tuple[str, ...], limit: int = MAX_STEPS) -> tuple[list[Step], int]:
+    """Operations as steps: setup ones first, the rest timed from the first of them; cut to the last
+    ``limit`` when longer. Also the size as found."""
+    ops = sorted(ops, key=lambda o: o.invoke_seq)
+    firsts = [o for o in ops if o.f in setup]
+    rest = [o for o in ops if o.f not in setup]
+    found = len(firsts) + len(rest)
+    rest = rest[-limit:]
+    t0 = min((_start(o) for o in rest), default=0.0)
+    out = [_step(o, 0.0, True) for o in firsts] + [_step(o, max(0.0, _start(o) - t0), False) for o in rest]
+    return out, found
+
+
+def _start(op: Op) -> float:
+    return op.intended_time if op.intended_time is not None else op.invoke_time
+
+
+def _step(op: Op, at: float, setup: bool) -> Step:
+    took = op.complete_time - op.invoke_time if op.done else None
+    return Step(str(op.process), op.f, dict(op.args), round(at, 6), op.type, op.value,
+                None if took is None or took != took else round(took, 6), setup)
+
+
+# -- one replay -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Try:
+    reproduced: bool
+    result: CheckResult | None
+    ops: list[Op] = field(default_factory=list)
+    curl: list[str] = field(default_factory=list)
+
+
+class Recording:
+    """A transport that keeps each request as a curl line (for a sequential witness)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.lines = inner, []  # type: ignore[var-annotated]
+
+    def __call__(self, method: str, url: str, body: bytes | None, headers: dict[str, str], name: str) -> Any:
+        self.lines.append(curl_line(method, url, headers, body))
+        return self.inner(method, url, body, headers, name)
+
+
+class Replayer:
+    """Sends steps to a target through the run's driver and judges each try by the case's check."""
+
+    def __init__(self, hooks: CaseWitness, make_driver: Callable[[History, Any], Any], check: str,
+                 timeout: float = 5.0) -> None:
+        self.hooks, self.make_driver, self.check, self.timeout = hooks, make_driver, check, timeout
+        self.tries = 0
+        self._tag = secrets.token_hex(2)
+
+    def once(self, steps: list[Step], sequential: bool, record: bool = False) -> Try:
+        from .http import RequestsTransport
+
+        self.tries += 1
+        tag = f"rp{self._tag}{self.tries}"  # the replay's mark on every name it chooses
+        history = History(time.time)
+        transport: Any = RequestsTransport(None, self.timeout)
+        if record:
+            transport = Recording(transport)
+        driver = self.make_driver(history, transport)
+        ids: dict[str, str] = {}
+        done = [threading.Event() for _ in steps]
+        deps = _dependencies(steps, self.hooks.produced, self.hooks.consumes)
+        lock = threading.Lock()
+
+        def send(i: int, intended: float | None) -> None:
+            for j in deps[i]:
+                done[j].wait(WAIT_FOR_ID)
+            step = steps[i]
+            with lock:
+                args = _renamed(step.args, self.hooks.fresh, self.hooks.consumes, ids, tag)
+            if args is None:  # an id this try was not handed: sending the found one would touch the run's data
+                done[i].set()
+                return
+            try:
+                op = self.hooks.send(driver, step, args, f"replay-{step.process}", intended)
+            except Exception:  # noqa: BLE001 - a driver that raised: the step's outcome is unknown
+                op = None
+            if op is not None and op.type == OK:
+                with lock:
+                    _learn(step.answer, op.value, self.hooks.produced, ids)
+            done[i].set()
+
+        setup = [i for i, s in enumerate(steps) if s.setup]
+        rest = [i for i, s in enumerate(steps) if not s.setup]
+        for i in setup:
+            send(i, None)
+        if sequential:
+            for i in sorted(rest, key=lambda i: steps[i].at):
+                send(i, None)
+        else:  # each at its own start, by a pool of threads (enough for any overlap a witness needs)
+            start = time.time() + 0.05
+            queue = iter(sorted(rest, key=lambda i: steps[i].at))
+
+            def worker() -> None:
+                while True:
+                    with lock:
+                        i = next(queue, None)
+                    if i is None:
+                        return
+                    due = start + steps[i].at
+                    time.sleep(max(0.0, due - time.time()))
+                    send(i, due)
+
+            threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(POOL, len(rest)))]
+            for t in threads:
+                t.start()
+            limit = time.time() + max((steps[i].at for i in rest), default=0) + (self.timeout + WAIT_FOR_ID) * (
+                1 + len(rest) // POOL) + 1
+            for t in threads:
+                t.join(max(0.0, limit - time.time()))
+        result = next((r for r in self.hooks.checks(driver, list(history.ops)) if r.name == self.check), None)
+        return Try(result is not None and result.valid is False, result, list(history.ops),
+                   transport.lines if record else [])
+
+    def holds(self, steps: list[Step], sequential: bool, deadline: float, need: tuple[int, int] = NEED) -> bool:
+        """Does ``steps`` fail the check again in ``need[0]`` of ``need[1]`` tries? Raises OutOfTime."""
+        k, n = need
+        got = 0
+        for i in range(n):
+            if time.monotonic() > deadline:
+                raise OutOfTime
+            got += self.once(steps, sequential).reproduced
+            if got >= k:
+                return True
+            if got + (n - i - 1) < k:
+                return False
+        return False
+
+
+class OutOfTime(Exception):
+    pass
+
+
+def _leaves(v: Any, names: tuple[str, ...], out: set[str]) -> set[str]:
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k in names and isinstance(x, (str, int)) and not isinstance(x, bool):
+                out.add(str(x))
+            else:
+                _leaves(x, names, out)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _leaves(x, names, out)
+    return out
+
+
+def _dependencies(steps: list[Step], produced: tuple[str, ...], consumes: tuple[str, ...]) -> list[set[int]]:
+    """For each step, the earlier steps whose answers hold an id it names (it waits for them)."""
+    made: dict[str, int] = {}
+    deps: list[set[int]] = []
+    for i, s in enumerate(steps):
+        used = {str(v) for k, v in s.args.items() if k in consumes for v in _values(v)}
+        deps.append({made[u] for u in used if u in made})
+        if s.outcome == OK:
+            for leaf in _leaves(s.answer, produced, set()):
+                made.setdefault(leaf, i)
+    return deps
+
+
+def _values(v: Any) -> Iterable[Any]:
+    if isinstance(v, dict):
+        for x in v.values():
+            yield from _values(x)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _values(x)
+    elif isinstance(v, (str, int)) and not isinstance(v, bool):
+        yield v
+
+
+def _learn(old: Any, new: Any, produced: tuple[str, ...], ids: dict[str, str]) -> None:
+    """Map each id the target chose in the found answer to the one it chose this time."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k, x in old.items():
+            y = new.get(k)
+            if k in produced and x is not None and y is not None and not isinstance(x, (dict, list)):
+                ids[str(x)] = y
+            else:
+                _learn(x, y, produced, ids)
+    elif isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)) and len(old) == len(new):
+        for x, y in zip(old, new):
+            _learn(x, y, produced, ids)
+
+
+def _renamed(args: dict[str, Any], fresh: tuple[str, ...], consumes: tuple[str, ...], ids: dict[str, Any],
+             tag: str) -> dict[str, Any] | None:
+    """The step's arguments for this try: the harness's names suffixed with ``tag``, the target's ids mapped
+    to this try's; None when an id it carries was not handed back this time."""
+    missing = False
+
+    def one(k: str, v: Any) -> Any:
+        nonlocal missing
+        if isinstance(v, (list, tuple)):
+            return type(v)(one(k, x) for x in v)
+        if isinstance(v, str) and k in fresh:
+            return f"{v}-{tag}"
+        if k in consumes and v is not None:
+            if str(v) not in ids:
+                missing = True
+            return ids.get(str(v), v)
+        return v
+
+    out = {k: one(k, v) for k, v in args.items()}
+    return None if missing else out
+
+
+def estimate(rep: Replayer, w: Witness, tries: int = TRIES, deadline: float | None = None) -> Witness:
+    """``w`` replayed ``tries`` times (fewer, at least one, when ``deadline`` comes first): how often it
+    failed again, the answers of a replay that did, its curl lines."""
+    got, last, curl = 0, None, []
+    answered: list[Op] = []
+    done = 0
+    for i in range(tries):
+        if i and deadline is not None and time.monotonic() > deadline:
+            break
+        done += 1
+        t = rep.once(w.steps, w.sequential, record=w.sequential and not curl)
+        answered += t.ops
+        got += t.reproduced
+        if t.reproduced:
+            last = t
+            curl = curl or t.curl
+    steps = w.steps
+    note = w.replay_note
+    if not any(o.type == OK for o in answered):
+        note = "the target answered no step of any try with success (refused, timed out or errored)"
+    if last is not None:  # the table shows the answers of a replay that failed again
+        by_step = _match(w.steps, last.ops)
+        steps = [replace(s, outcome=o.type, answer=o.value,
+                         took=round(o.complete_time - o.invoke_time, 6)) if o is not None else s
+                 for s, o in zip(w.steps, by_step)]
+    return replace(w, steps=steps, tries=done, reproduced=got, curl=curl, replay_note=note,
+                   last_violation=(last.result.first_violation or "") if last and last.result else "")
+
+
+def _match(steps: list[Step], ops: list[Op]) -> list[Op | None]:
+    """A replay's operations in the steps' order (each step sent one, by name)."""
+    pool = {f: [o for o in ops if o.f == f] for f in {s.f for s in steps}}
+    order = sorted(range(len(steps)), key=lambda i: (not steps[i].setup, steps[i].at, i))
+    out: list[Op | None] = [None] * len(steps)
+    taken: dict[str, Iterable[Op]] = {f: iter(sorted(lst, key=lambda o: o.invoke_seq)) for f, lst in pool.items()}
+    for i in order:
+        out[i] = next(taken[steps[i].f], None)  # type: ignore[call-overload]
+    return out
+
+
+# -- entry points ----------------------------------------------------------------------------------------------
+
+
+def hooks_for(case_name: str) -> CaseWitness | None:
+    """The case's :class:`CaseWitness` (``<case package>.witness.WITNESS``), or None when it has none."""
+    import importlib
+
+    from .cases import get_case
+
+    try:
+        module = importlib.import_module(get_case(case_name).package + ".witness")
+    except ModuleNotFoundError:
+        return None
+    return getattr(module, "WITNESS", None)
+
+
+def main(doc: dict[str, Any], argv: list[str]) -> int:
+    """A witness's own script: ``python it.py [URL] [--tries N]`` (:func:`replay_command`)."""
+    ap = argparse.ArgumentParser(prog="peakproof replay", description="Replay a FAIL's witness against a target.")
+    add_arguments(ap)
+    return replay_command(doc, ap.parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``peakproof replay FILE`` and of a witness's own script."""
+    ap.add_argument("url", nargs="?", help="the target (default: the URL the witness was found on)")
+    ap.add_argument("--target-url", dest="target_url", help="the target (same as the positional URL)")
+    ap.add_argument("--tries", type=int, default=TRIES, help=f"replays (default {TRIES})")
+    ap.add_argument("--driver", help="module:Class or path.py:Class (default: the driver the run used)")
+
+
+def replay_command(doc: Any, args: argparse.Namespace) -> int:
+    """Replay the witness ``doc`` as ``args`` say; 1 when its check failed again, 0 when not, 2 when the
+    target answered nothing, 4 for a witness or option that does not fit."""
+    from .errors import PeakproofError
+    from .spec import RunSpec
+
+    try:
+        w = Witness.from_json(doc)
+        spec = RunSpec.from_json(w.target.get("spec") or {"case": w.case})
+        url = args.target_url or args.url or w.target.get("url") or spec.target_url
+        spec = spec.with_options(target_url=url, driver=args.driver or spec.driver)
+        hooks = hooks_for(w.case)
+        if hooks is None:
+            print(f"peakproof replay: the case {w.case!r} has no witness support", file=sys.stderr)
+            return 2
+        rep = Replayer(hooks, _driver_factory(spec), w.check, spec.request_timeout)
+        started = time.monotonic()
+        out = estimate(rep, w, max(1, args.tries))
+    except PeakproofError as e:
+        print(f"peakproof replay: {e}", file=sys.stderr)
+        return 4
+    for line in out.lines():
+        print(line)
+    if out.last_violation:
+        print(f"  the check's words this time: {out.last_violation}")
+    for line in out.curl:
+        print(f"  {line}")
+    print(f"peakproof replay: {w.check} failed again in {out.reproduced} of {out.tries} tries against {url} "
+          f"({time.monotonic() - started:.1f} s)")
+    if out.reproduced:
+        return 1
+    return 2 if out.replay_note.startswith("the target answered no step") else 0
+
+
+def _driver_factory(spec: Any) -> Callable[[History, Any], Any]:
+    from .driver import build_driver
+
+    def make(history: History, transport: Any) -> Any:
+        return build_driver(spec, history=history, transport=transport)
+
+    return make
+
+
+__all__ = ["NEED", "Replayer", "TRIES", "Try", "estimate", "hooks_for", "main", "steps_of"]
