@@ -230,7 +230,8 @@ SHARED: tuple[Option, ...] = (
            kind=positive(float)),
     Option("save_history", "also write the merged history (one JSON op a line) beside the report", LOAD,
            action="store_true"),
-    Option("report_dir", "where the HTML reports go", LOAD, default="reports", web_ui=True),
+    Option("report_dir", "where the HTML reports go (and a FAIL's witness files: peakproof replay reads them)",
+           LOAD | {PYTEST}, default="reports", web_ui=True),
     Option("replay_seconds", "after a FAIL, s in all to replay each violated check's witness on fresh ids and shrink "
                              "it (0: show the witness as found, send nothing)", LOAD | {PYTEST}, default=60.0,
            kind=non_negative(float)),

@@ -346,7 +346,8 @@ def reproduce_kept(kept: list[Any]) -> list[dict[str, Any]]:
         if hooks is None:
             continue
         spec = target.run_spec()
-        failed = [r for r in hooks.checks(target.new_driver(History(time.time)), violation.ops) if r.valid is False]
+        failed = [r for r in hooks.checks(target.new_driver(History(time.time)), violation.ops, spec)
+                  if r.valid is False]
         stem = f"properties-{target.case}-{time.strftime('%Y%m%d-%H%M%S')}"
         left = max(0.0, spec.replay_seconds - (time.monotonic() - started))
         found = reproduce(target.case, spec, violation.ops, failed, seconds=left, directory=spec.report_dir,

@@ -62,6 +62,7 @@ class Try:
     result: CheckResult | None
     ops: list[Op] = field(default_factory=list)
     curl: list[str] = field(default_factory=list)
+    by_step: list[Op | None] = field(default_factory=list)  # the operation each step sent (None: not sent)
 
 
 class Recording:
@@ -78,10 +79,11 @@ class Recording:
 class Replayer:
     """Sends steps to a target through the run's driver and judges each try by the case's check."""
 
-    def __init__(self, hooks: CaseWitness, make_driver: Callable[[History, Any], Any], check: str,
-                 timeout: float = 5.0) -> None:
-        self.hooks, self.make_driver, self.check, self.timeout = hooks, make_driver, check, timeout
+    def __init__(self, hooks: CaseWitness, spec: Any, check: str) -> None:
+        self.hooks, self.spec, self.check, self.timeout = hooks, spec, check, spec.request_timeout
+        self.make_driver = _driver_factory(spec)
         self.tries = 0
+        self.sequential = False  # the mode the shrink found enough (its candidates are tried so)
         self._tag = secrets.token_hex(2)
 
     def once(self, steps: list[Step], sequential: bool, record: bool = False) -> Try:
@@ -94,9 +96,10 @@ class Replayer:
         if record:
             transport = Recording(transport)
         driver = self.make_driver(history, transport)
-        ids: dict[str, str] = {}
+        ids: dict[tuple[str, str], Any] = {}
         done = [threading.Event() for _ in steps]
-        deps = _dependencies(steps, self.hooks.produced, self.hooks.consumes)
+        sent: list[Op | None] = [None] * len(steps)
+        deps = _dependencies(steps, self.hooks.produced)
         lock = threading.Lock()
 
         def send(i: int, intended: float | None) -> None:
@@ -104,7 +107,7 @@ class Replayer:
                 done[j].wait(WAIT_FOR_ID)
             step = steps[i]
             with lock:
-                args = _renamed(step.args, self.hooks.fresh, self.hooks.consumes, ids, tag)
+                args = _renamed(step.args, self.hooks.fresh, self.hooks.produced, ids, tag)
             if args is None:  # an id this try was not handed: sending the found one would touch the run's data
                 done[i].set()
                 return
@@ -112,6 +115,7 @@ class Replayer:
                 op = self.hooks.send(driver, step, args, f"replay-{step.process}", intended)
             except Exception:  # noqa: BLE001 - a driver that raised: the step's outcome is unknown
                 op = None
+            sent[i] = op
             if op is not None and op.type == OK:
                 with lock:
                     _learn(step.answer, op.value, self.hooks.produced, ids)
@@ -145,9 +149,10 @@ class Replayer:
                 1 + len(rest) // POOL) + 1
             for t in threads:
                 t.join(max(0.0, limit - time.time()))
-        result = next((r for r in self.hooks.checks(driver, list(history.ops)) if r.name == self.check), None)
+        result = next((r for r in self.hooks.checks(driver, list(history.ops), self.spec) if r.name == self.check),
+                      None)
         return Try(result is not None and result.valid is False, result, list(history.ops),
-                   transport.lines if record else [])
+                   transport.lines if record else [], sent)
 
     def holds(self, steps: list[Step], sequential: bool, deadline: float, need: tuple[int, int] = NEED) -> bool:
         """Does ``steps`` fail the check again in ``need[0]`` of ``need[1]`` tries? Raises OutOfTime."""
@@ -168,25 +173,27 @@ class OutOfTime(Exception):
     pass
 
 
-def _leaves(v: Any, names: tuple[str, ...], out: set[str]) -> set[str]:
+def _leaves(v: Any, produced: dict[str, str], out: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(argument, id) for each id an answer holds under a produced field."""
     if isinstance(v, dict):
         for k, x in v.items():
-            if k in names and isinstance(x, (str, int)) and not isinstance(x, bool):
-                out.add(str(x))
+            if k in produced and isinstance(x, (str, int)) and not isinstance(x, bool):
+                out.add((produced[k], str(x)))
             else:
-                _leaves(x, names, out)
+                _leaves(x, produced, out)
     elif isinstance(v, (list, tuple)):
         for x in v:
-            _leaves(x, names, out)
+            _leaves(x, produced, out)
     return out
 
 
-def _dependencies(steps: list[Step], produced: tuple[str, ...], consumes: tuple[str, ...]) -> list[set[int]]:
-    """For each step, the earlier steps whose answers hold an id it names (it waits for them)."""
-    made: dict[str, int] = {}
+def _dependencies(steps: list[Step], produced: dict[str, str]) -> list[set[int]]:
+    """For each step, the earlier steps whose answers hold an id it carries (it waits for them)."""
+    consumes = set(produced.values())
+    made: dict[tuple[str, str], int] = {}
     deps: list[set[int]] = []
     for i, s in enumerate(steps):
-        used = {str(v) for k, v in s.args.items() if k in consumes for v in _values(v)}
+        used = {(k, str(x)) for k, v in s.args.items() if k in consumes for x in _values(v)}
         deps.append({made[u] for u in used if u in made})
         if s.outcome == OK:
             for leaf in _leaves(s.answer, produced, set()):
@@ -205,13 +212,14 @@ def _values(v: Any) -> Iterable[Any]:
         yield v
 
 
-def _learn(old: Any, new: Any, produced: tuple[str, ...], ids: dict[str, str]) -> None:
-    """Map each id the target chose in the found answer to the one it chose this time."""
+def _learn(old: Any, new: Any, produced: dict[str, str], ids: dict[tuple[str, str], Any]) -> None:
+    """Map each id the target chose in the found answer to the one it chose this time, under the
+    argument that carries it back."""
     if isinstance(old, dict) and isinstance(new, dict):
         for k, x in old.items():
             y = new.get(k)
             if k in produced and x is not None and y is not None and not isinstance(x, (dict, list)):
-                ids[str(x)] = y
+                ids.setdefault((produced[k], str(x)), y)  # the step that made it said it first (a publish)
             else:
                 _learn(x, y, produced, ids)
     elif isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)) and len(old) == len(new):
@@ -219,10 +227,11 @@ def _learn(old: Any, new: Any, produced: tuple[str, ...], ids: dict[str, str]) -
             _learn(x, y, produced, ids)
 
 
-def _renamed(args: dict[str, Any], fresh: tuple[str, ...], consumes: tuple[str, ...], ids: dict[str, Any],
-             tag: str) -> dict[str, Any] | None:
+def _renamed(args: dict[str, Any], fresh: tuple[str, ...], produced: dict[str, str],
+             ids: dict[tuple[str, str], Any], tag: str) -> dict[str, Any] | None:
     """The step's arguments for this try: the harness's names suffixed with ``tag``, the target's ids mapped
     to this try's; None when an id it carries was not handed back this time."""
+    consumes = set(produced.values())
     missing = False
 
     def one(k: str, v: Any) -> Any:
@@ -232,9 +241,9 @@ def _renamed(args: dict[str, Any], fresh: tuple[str, ...], consumes: tuple[str, 
         if isinstance(v, str) and k in fresh:
             return f"{v}-{tag}"
         if k in consumes and v is not None:
-            if str(v) not in ids:
+            if (k, str(v)) not in ids:
                 missing = True
-            return ids.get(str(v), v)
+            return ids.get((k, str(v)), v)
         return v
 
     out = {k: one(k, v) for k, v in args.items()}
@@ -262,26 +271,11 @@ def estimate(rep: Replayer, w: Witness, tries: int = TRIES, deadline: float | No
     if not any(o.type == OK for o in answered):
         note = "the target answered no step of any try with success (refused, timed out or errored)"
     if last is not None:  # the table shows the answers of a replay that failed again
-        by_step = _match(w.steps, last.ops)
-        steps = [replace(s, outcome=o.type, answer=o.value,
-                         took=round(o.complete_time - o.invoke_time, 6)) if o is not None else s
-                 for s, o in zip(w.steps, by_step)]
+        steps = [replace(s, outcome=o.type, answer=o.value, took=round(o.complete_time - o.invoke_time, 6))
+                 if o is not None and o.done else replace(s, outcome="not sent", answer=None, took=None)
+                 for s, o in zip(w.steps, last.by_step)]
     return replace(w, steps=steps, tries=done, reproduced=got, curl=curl, replay_note=note,
                    last_violation=(last.result.first_violation or "") if last and last.result else "")
-
-
-def _match(steps: list[Step], ops: list[Op]) -> list[Op | None]:
-    """A replay's operations in the steps' order (each step sent one, by name)."""
-    pool = {f: [o for o in ops if o.f == f] for f in {s.f for s in steps}}
-    order = sorted(range(len(steps)), key=lambda i: (not steps[i].setup, steps[i].at, i))
-    out: list[Op | None] = [None] * len(steps)
-    taken: dict[str, Iterable[Op]] = {f: iter(sorted(lst, key=lambda o: o.invoke_seq)) for f, lst in pool.items()}
-    for i in order:
-        out[i] = next(taken[steps[i].f], None)  # type: ignore[call-overload]
-    return out
-
-
-# -- entry points ----------------------------------------------------------------------------------------------
 
 
 def hooks_for(case_name: str) -> CaseWitness | None:
@@ -327,7 +321,7 @@ def replay_command(doc: Any, args: argparse.Namespace) -> int:
         if hooks is None:
             print(f"peakproof replay: the case {w.case!r} has no witness support", file=sys.stderr)
             return 2
-        rep = Replayer(hooks, _driver_factory(spec), w.check, spec.request_timeout)
+        rep = Replayer(hooks, spec, w.check)
         started = time.monotonic()
         out = estimate(rep, w, max(1, args.tries))
     except PeakproofError as e:

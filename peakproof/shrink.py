@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from .checks import CheckResult
 from .history import Op
-from .replay import NEED, TRIES, OutOfTime, Replayer, _driver_factory, estimate, hooks_for, steps_of
+from .replay import NEED, TRIES, OutOfTime, Replayer, estimate, hooks_for, steps_of
 from .witness import Step, Witness, write_files
 
 
@@ -49,7 +49,7 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
             w = replace(w, replay_note="no time left for it (--replay-seconds)" if seconds else "--replay-seconds 0")
         else:
             log(f"peakproof: replaying the witness of {r.name} ({w.size} operations, up to {left:.0f} s)")
-            rep = Replayer(hooks, _driver_factory(spec), r.name, spec.request_timeout)
+            rep = Replayer(hooks, spec, r.name)
             w = shrink(rep, w, left / max(1, len(failed) - len(out)) if len(failed) > 1 else left)
         w.target["files"] = [str(p) for p in _write(w, directory, f"{stem}-{r.name}")]
         out.append(w)
@@ -94,15 +94,19 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
     :data:`NEED`, with its rate over ``tries`` tries and, when sequential, its curl lines."""
     started = time.monotonic()
     deadline = started + seconds * 0.7  # the rest for the final estimate
-    steps, sequential = list(w.steps), False
+    steps = list(w.steps)
+    rep.sequential = False
     reached: list[str] = []
     try:
-        held = _pass_gaps(rep, steps, deadline)
-        if held is None:
-            reached.append(f"not shrunk: neither the witness as found nor with its gaps compressed failed again in "
-                           f"{NEED[0]} of {NEED[1]} tries")
-            raise _Stop
-        steps = held
+        if rep.holds(steps, True, deadline):  # one after the other, in the order found: deterministic from here on
+            rep.sequential = True
+        else:
+            held = _pass_gaps(rep, steps, deadline)
+            if held is None:
+                reached.append(f"not shrunk: neither the witness as found (concurrent or one step at a time) nor "
+                               f"with its gaps compressed failed again in {NEED[0]} of {NEED[1]} tries")
+                raise _Stop
+            steps = held
         while True:  # rounds of every pass, until one changes nothing (or the time is up)
             before = steps
             for one_pass in (_pass_setup_smaller, _pass_drop_kinds, _pass_suffix, _pass_ddmin, _pass_drop_setup,
@@ -110,14 +114,15 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
                 steps = one_pass(rep, steps, deadline)
             if steps == before:
                 break
-        if rep.holds(steps, True, deadline):
-            sequential = True
-        reached.append(f"shrunk from {w.size} to {len(steps)} in {rep.tries} tries")
+        if not rep.sequential and rep.holds(steps, True, deadline):
+            rep.sequential = True
+        reached.append(f"shrunk from {w.size} to {len(steps)} in {rep.tries} tries" if len(steps) < w.size else
+                       f"no step could be dropped ({rep.tries} tries)")
     except OutOfTime:
         reached.append(f"stopped at its time bound ({seconds:g} s) after {rep.tries} tries, at {len(steps)} operations")
     except _Stop:
         pass
-    out = replace(w, steps=steps, sequential=sequential, shrink="; ".join(reached))
+    out = replace(w, steps=steps, sequential=rep.sequential, shrink="; ".join(reached))
     return estimate(rep, out, tries, started + seconds)
 
 
@@ -130,7 +135,7 @@ def _pass_gaps(rep: Replayer, steps: list[Step], deadline: float) -> list[Step] 
     last); None when none does."""
     for factor in (0.0, 0.1, 0.5, 1.0):
         cand = [s if s.setup else replace(s, at=round(s.at * factor, 6)) for s in steps]
-        if rep.holds(cand, False, deadline):
+        if rep.holds(cand, rep.sequential, deadline):
             return cand
     return None
 
@@ -141,7 +146,7 @@ def _pass_setup_smaller(rep: Replayer, steps: list[Step], deadline: float) -> li
             continue
         for args in rep.hooks.smaller(s):
             cand = steps[:i] + [replace(s, args=args)] + steps[i + 1:]
-            if rep.holds(cand, False, deadline):
+            if rep.holds(cand, rep.sequential, deadline):
                 steps = cand
                 break
     return steps
@@ -151,7 +156,7 @@ def _pass_drop_kinds(rep: Replayer, steps: list[Step], deadline: float) -> list[
     """Every step of one operation (all the confirms, all the reads) dropped at once."""
     for f in dict.fromkeys(s.f for s in steps if not s.setup):
         cand = [s for s in steps if s.setup or s.f != f]
-        if any(not s.setup for s in cand) and rep.holds(cand, False, deadline):
+        if any(not s.setup for s in cand) and rep.holds(cand, rep.sequential, deadline):
             steps = cand
     return steps
 
@@ -161,7 +166,7 @@ def _pass_suffix(rep: Replayer, steps: list[Step], deadline: float) -> list[Step
     rest = [s for s in steps if not s.setup]
     for m in itertools.takewhile(lambda m: m < len(rest), (2 ** k for k in range(1, 12))):
         cand = setup + _retimed(rest[-m:])
-        if rep.holds(cand, False, deadline):
+        if rep.holds(cand, rep.sequential, deadline):
             return cand
     return steps
 
@@ -181,7 +186,7 @@ def _pass_ddmin(rep: Replayer, steps: list[Step], deadline: float) -> list[Step]
         chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
         for i in range(len(chunks)):
             cand = [s for j, c in enumerate(chunks) if j != i for s in c]
-            if cand and rep.holds(setup + cand, False, deadline):
+            if cand and rep.holds(setup + cand, rep.sequential, deadline):
                 rest, n = cand, max(n - 1, 2)
                 break
         else:
@@ -196,7 +201,7 @@ def _pass_drop_setup(rep: Replayer, steps: list[Step], deadline: float) -> list[
     while i < len(steps):
         if steps[i].setup and sum(s.setup for s in steps) > 1:
             cand = steps[:i] + steps[i + 1:]
-            if rep.holds(cand, False, deadline):
+            if rep.holds(cand, rep.sequential, deadline):
                 steps = cand
                 continue
         i += 1
@@ -209,7 +214,7 @@ def _pass_merge_actors(rep: Replayer, steps: list[Step], deadline: float) -> lis
         if first is None:
             continue
         cand = [replace(s, args={**s.args, name: first}) if name in s.args else s for s in steps]
-        if cand != steps and rep.holds(cand, False, deadline):
+        if cand != steps and rep.holds(cand, rep.sequential, deadline):
             steps = cand
     return steps
 

@@ -90,6 +90,8 @@ class Witness:
         rows = [s.cells(n) for n, s in enumerate(self.steps, 1)]
         widths = [max(len(r[i]) for r in rows) for i in range(4)] if rows else [0] * 4
         out = [self.headline()]
+        if self.reproduced:
+            out.append("  (the calls as found; the answers of a replay that failed again, on fresh ids)")
         out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  -> " + r[4] for r in rows]
         return out
 
@@ -120,13 +122,13 @@ class CaseWitness:
 
     ``fresh``: argument names the harness chose (a quota id, a buyer, an idempotency key), renamed
     on every try; ``produced``: answer fields holding ids the target chose (a reservation id, a
-    cursor), mapped to this try's in the arguments named in ``consumes`` (a step whose id was not
-    handed back this time is not sent: it would act on the found run's own data); ``actors``: arguments naming who acts, merged by the shrink;
+    cursor), each with the argument that carries it back (``{"next_cursor": "cursor"}``), mapped to
+    this try's (a step whose id was not handed back this time is not sent: it would act on the found
+    run's own data); ``actors``: arguments naming who acts, merged by the shrink;
     ``setup``: operations that rebuild state (sent first, never dropped)."""
 
     fresh: tuple[str, ...] = ()
-    produced: tuple[str, ...] = ()
-    consumes: tuple[str, ...] = ()  # arguments that carry such ids (a confirm's reservation_id)
+    produced: dict[str, str] = {}
     actors: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
 
@@ -143,9 +145,9 @@ class CaseWitness:
             return method(**args, process=process, intended_time=intended)
         return method(**args, process=process)  # an operation without a start time of its own (a read)
 
-    def checks(self, driver: Any, ops: list[Op]) -> list[CheckResult]:
-        """The case's checks over operations (a replay's, or a property's run), by the rules ``driver`` was
-        built with."""
+    def checks(self, driver: Any, ops: list[Op], spec: Any) -> list[CheckResult]:
+        """The case's checks over operations (a replay's, or a property's run), by the rules the run's
+        ``spec`` states (``driver`` was built from it)."""
         raise NotImplementedError
 
     def smaller(self, step: Step) -> list[dict[str, Any]]:

@@ -19,8 +19,7 @@ _EVENT = re.compile(r"event #(-?\d+)")
 
 class TicketsWitness(CaseWitness):
     fresh = ("quota_id", "buyer_id", "request_id")
-    produced = ("reservation_id",)
-    consumes = ("reservation_id",)
+    produced = {"reservation_id": "reservation_id"}
     actors = ("buyer_id",)
     setup = ("put_quota",)
 
@@ -67,7 +66,7 @@ class TicketsWitness(CaseWitness):
                 op.args.get("quota_id") == quota or quota_of.get(op.args.get("reservation_id")) == quota)]
         return f"quota {quota!r}", ops
 
-    def checks(self, driver: Any, ops: list[Op]) -> list[CheckResult]:
+    def checks(self, driver: Any, ops: list[Op], spec: Any) -> list[CheckResult]:
         from .checks import check_tickets
         from .rules import tolerance_of
 
