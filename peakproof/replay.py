@@ -79,8 +79,9 @@ class Recording:
 class Replayer:
     """Sends steps to a target through the run's driver and judges each try by the case's check."""
 
-    def __init__(self, hooks: CaseWitness, spec: Any, check: str) -> None:
+    def __init__(self, hooks: CaseWitness, spec: Any, check: str, state: dict[str, Any] | None = None) -> None:
         self.hooks, self.spec, self.check, self.timeout = hooks, spec, check, spec.request_timeout
+        self.state = state or {}
         self.make_driver = _driver_factory(spec)
         self.tries = 0
         self.sequential = False  # the mode the shrink found enough (its candidates are tried so)
@@ -99,6 +100,7 @@ class Replayer:
         ids: dict[tuple[str, str], Any] = {}
         done = [threading.Event() for _ in steps]
         sent: list[Op | None] = [None] * len(steps)
+        sent_args: dict[int, dict[str, Any]] = {}
         deps = _dependencies(steps, self.hooks.produced)
         lock = threading.Lock()
 
@@ -108,6 +110,9 @@ class Replayer:
             step = steps[i]
             with lock:
                 args = _renamed(step.args, self.hooks.fresh, self.hooks.produced, ids, tag)
+            if args is not None:
+                args = self.hooks.rewrite(step, args, tag, self.state)
+                sent_args[i] = args
             if args is None:  # an id this try was not handed: sending the found one would touch the run's data
                 done[i].set()
                 return
@@ -125,6 +130,7 @@ class Replayer:
         rest = [i for i, s in enumerate(steps) if not s.setup]
         for i in setup:
             send(i, None)
+        self.hooks.prepare(self.spec, self.state, [sent_args[i] for i in setup if i in sent_args])
         if sequential:
             for i in sorted(rest, key=lambda i: steps[i].at):
                 send(i, None)
@@ -149,6 +155,7 @@ class Replayer:
                 1 + len(rest) // POOL) + 1
             for t in threads:
                 t.join(max(0.0, limit - time.time()))
+        time.sleep(self.hooks.settle(self.spec))  # the target's later work (a delivery's rounds) before judging
         result = next((r for r in self.hooks.checks(driver, list(history.ops), self.spec) if r.name == self.check),
                       None)
         return Try(result is not None and result.valid is False, result, list(history.ops),
@@ -321,7 +328,7 @@ def replay_command(doc: Any, args: argparse.Namespace) -> int:
         if hooks is None:
             print(f"peakproof replay: the case {w.case!r} has no witness support", file=sys.stderr)
             return 2
-        rep = Replayer(hooks, spec, w.check)
+        rep = Replayer(hooks, spec, w.check, w.state)
         started = time.monotonic()
         out = estimate(rep, w, max(1, args.tries))
     except PeakproofError as e:

@@ -40,16 +40,17 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
         found = hooks.find(history, r)
         if found is None:
             continue
-        key, ops = found
+        key, ops, *context = found
         steps, size = steps_of(ops, hooks.setup)
+        state = hooks.state(spec, list(ops)) if seconds else {}
         w = Witness(spec.case, r.name, r.first_violation or "", key, steps, size,
-                    target={"url": spec.target_url, "spec": _portable(spec)})
+                    target={"url": spec.target_url, "spec": _portable(spec)}, context=list(context[0]) if context else [], state=state)
         left = deadline - time.monotonic()
         if left <= 1:
             w = replace(w, replay_note="no time left for it (--replay-seconds)" if seconds else "--replay-seconds 0")
         else:
             log(f"peakproof: replaying the witness of {r.name} ({w.size} operations, up to {left:.0f} s)")
-            rep = Replayer(hooks, spec, r.name)
+            rep = Replayer(hooks, spec, r.name, state)
             w = shrink(rep, w, left / max(1, len(failed) - len(out)) if len(failed) > 1 else left)
         w.target["files"] = [str(p) for p in _write(w, directory, f"{stem}-{r.name}")]
         out.append(w)

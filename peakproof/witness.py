@@ -65,6 +65,8 @@ class Witness:
     shrink: str = "not shrunk"  # what the shrink reached, and why it stopped
     replay_note: str = ""  # why it was not replayed, or what a replay could not rebuild
     curl: list[str] = field(default_factory=list)  # the requests of one sequential replay, in order
+    context: list[str] = field(default_factory=list)  # what else the run recorded of it (the providers' calls)
+    state: dict[str, Any] = field(default_factory=dict)  # what a replay rebuilds beside the steps (CaseWitness.state)
     last_violation: str = ""  # the check's words in the last replay that failed
     target: dict[str, Any] = field(default_factory=dict)  # how to reach it again: url, driver, options
 
@@ -93,7 +95,7 @@ class Witness:
         if self.reproduced:
             out.append("  (the calls as found; the answers of a replay that failed again, on fresh ids)")
         out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  -> " + r[4] for r in rows]
-        return out
+        return out + [f"  as found: {line}" for line in self.context]
 
     def verdict_lines(self) -> list[str]:
         """:meth:`lines`, then where its files are and, when sequential, its curl lines."""
@@ -132,8 +134,9 @@ class CaseWitness:
     actors: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
 
-    def find(self, history: Sequence[Op], result: CheckResult) -> tuple[str, list[Op]] | None:
-        """(what the violation bears on, its operations in the window that led to it), or None."""
+    def find(self, history: Sequence[Op], result: CheckResult) -> tuple[Any, ...] | None:
+        """(what the violation bears on, its operations in the window that led to it[, lines on what else
+        the run recorded of it]), or None."""
         raise NotImplementedError
 
     def send(self, driver: Any, step: Step, args: dict[str, Any], process: str, intended: float | None) -> Op:
@@ -149,6 +152,23 @@ class CaseWitness:
         """The case's checks over operations (a replay's, or a property's run), by the rules the run's
         ``spec`` states (``driver`` was built from it)."""
         raise NotImplementedError
+
+    def state(self, spec: Any, ops: list[Op]) -> dict[str, Any]:
+        """What the run's side records say a replay must rebuild beside the steps (the providers' answers
+        to the found calls), read once when the witness is found; kept in the witness file."""
+        return {}
+
+    def rewrite(self, step: Step, args: dict[str, Any], tag: str, state: dict[str, Any]) -> dict[str, Any]:
+        """A step's arguments for one try, after the renaming (an address made fresh in its own format)."""
+        return args
+
+    def prepare(self, spec: Any, state: dict[str, Any], setup: list[dict[str, Any]]) -> None:
+        """Rebuild ``state`` for one try, once its setup steps (``setup``: the arguments they were sent
+        with) are done: e.g. the providers told to answer the fresh addresses as they answered the found."""
+
+    def settle(self, spec: Any) -> float:
+        """s to wait after a replay's last step before judging it (work the target does later)."""
+        return 0.0
 
     def smaller(self, step: Step) -> list[dict[str, Any]]:
         """Smaller arguments for a setup step, smallest first (a quota of 1, 2, ... units)."""
