@@ -131,8 +131,10 @@ class Replayer:
         for i in setup:
             send(i, None)
         self.hooks.prepare(self.spec, self.state, [sent_args[i] for i in setup if i in sent_args])
-        if sequential:
+        if sequential:  # one after the other, none before its own start (a hold must lapse before its confirm)
+            start = time.time()
             for i in sorted(rest, key=lambda i: steps[i].at):
+                time.sleep(max(0.0, start + steps[i].at - time.time()))
                 send(i, None)
         else:  # each at its own start, by a pool of threads (enough for any overlap a witness needs)
             start = time.time() + 0.05

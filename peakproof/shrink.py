@@ -24,6 +24,8 @@ from .history import Op
 from .replay import NEED, TRIES, OutOfTime, Replayer, estimate, hooks_for, steps_of
 from .witness import Step, Witness, write_files
 
+UNKEYED = 200  # operations a witness keeps of a run whose violation names no key (the last before it ended)
+
 
 def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[CheckResult], *,
               seconds: float, directory: str, stem: str, log: Callable[[str], None] = lambda s: None) -> list[Witness]:
@@ -38,8 +40,9 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
     deadline = time.monotonic() + seconds
     for r in failed:
         found = hooks.find(history, r)
-        if found is None:
-            continue
+        if found is None:  # the check names nothing a witness can be cut by: the run's last operations
+            tail = [op for op in history if op.process != "harness"][-UNKEYED:]
+            found = (f"the run's last {len(tail):,} operations (the violation names no key to cut them by)", tail)
         key, ops, *context = found
         steps, size = steps_of(ops, hooks.setup)
         state = hooks.state(spec, list(ops)) if seconds else {}
@@ -101,6 +104,7 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
     try:
         if rep.holds(steps, True, deadline):  # one after the other, in the order found: deterministic from here on
             rep.sequential = True
+            steps = _pass_gaps(rep, steps, deadline, found_holds=True) or steps
         else:
             held = _pass_gaps(rep, steps, deadline)
             if held is None:
@@ -131,10 +135,10 @@ class _Stop(Exception):
     pass
 
 
-def _pass_gaps(rep: Replayer, steps: list[Step], deadline: float) -> list[Step] | None:
-    """The steps with their gaps compressed as far as they still fail again (all at once first, as found
-    last); None when none does."""
-    for factor in (0.0, 0.1, 0.5, 1.0):
+def _pass_gaps(rep: Replayer, steps: list[Step], deadline: float, found_holds: bool = False) -> list[Step] | None:
+    """The steps with their gaps compressed as far as they still fail again (all at once first, then a tenth,
+    a half, then as found unless ``found_holds`` says it does); None when none does."""
+    for factor in (0.0, 0.1, 0.5) + (() if found_holds else (1.0,)):
         cand = [s if s.setup else replace(s, at=round(s.at * factor, 6)) for s in steps]
         if rep.holds(cand, rep.sequential, deadline):
             return cand

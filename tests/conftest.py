@@ -39,6 +39,11 @@ import uvicorn
 from peakproof.launch import ServedTarget
 from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares
 
+# A FAIL's witness is replayed against its target for up to --replay-seconds (60 by default) before the run ends:
+# the suite's many runs that must FAIL (mutants, broken stacks) would each spend it. Their children inherit 0 here
+# (the witness found and shown, nothing replayed); the tests of the reproduction itself pass --replay-seconds.
+os.environ.setdefault("PEAKPROOF_REPLAY_SECONDS", "0")
+
 SERVING_FIXTURES = ("serve_tickets", "tickets_url")
 SERVING_COMMANDS = ("locust", "peakproof")  # a command token (or its basename) that serves or drives load
 

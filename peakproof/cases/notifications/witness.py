@@ -18,6 +18,11 @@ from ...witness import CaseWitness, Step
 _EVENT = re.compile(r"event '([^']+)'")
 _RECIPIENT = re.compile(r"recipient '([^']+)'")
 ADDRESS = {"push": "push_token", "sms": "phone", "email": "email"}  # the protocol's address of each channel
+# promises about what a notification met (a backlog it waited behind, the failures a breaker counted, a channel
+# skipped): their witness holds the notifications accepted shortly before it too
+WHAT_IT_MET = frozenset({"urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog",
+                         "breaker_counts_only_transient", "breaker_opens_when_due", "preference_respected"})
+LOOKBACK = 10.0  # s of notifications before one a priority or breaker promise names: what it met
 SETTLE_MAX = 20.0  # s: a replay judged later than this misses rounds the rules allow beyond it (a long backoff)
 
 
@@ -27,37 +32,49 @@ class NotificationsWitness(CaseWitness):
     setup = ("put_recipient",)
 
     def find(self, history: Sequence[Op], result: CheckResult) -> tuple[Any, ...] | None:
+        """The notifications the violation names: an (event, recipient) it names or cites; an event alone
+        (a priority or a breaker promise) with every notification accepted in the :data:`LOOKBACK` before it
+        (the backlog it waited behind, the failures a breaker counted). Each with its recipient's set-up and
+        its reads; the providers' calls the violation cites as found."""
         text = result.first_violation or ""
-        cited = [op for e in result.examples for op in (e if isinstance(e, tuple) else (e,)) if isinstance(op, Op)]
-        keys = {(op.args["event_id"], op.args["recipient_id"]) for op in cited
-                if "event_id" in op.args and "recipient_id" in op.args}
+        cited = [x for e in result.examples for x in (e if isinstance(e, tuple) else (e,))]
+        keys = {(op.args["event_id"], op.args["recipient_id"]) for op in cited if isinstance(op, Op)
+                and "event_id" in op.args and "recipient_id" in op.args}
+        keys |= {e for e in result.examples if isinstance(e, tuple) and len(e) == 2 and all(isinstance(x, str)
+                                                                                          for x in e)}
         events, recipients = _EVENT.findall(text), _RECIPIENT.findall(text)
         if events and recipients:
             keys.add((events[0], recipients[0]))
-        if not keys:
+        notifies = [op for op in history if op.f == "notify"]
+        named = [op for op in notifies if (op.args.get("event_id"), op.args.get("recipient_id")) in keys
+                 or (not keys and op.args.get("event_id") in events[:1])]
+        if not named:
             return None
-        key = sorted(keys)[0]
-        notified = [op for op in history if op.f == "notify" and (op.args.get("event_id"), op.args.get("recipient_id"))
-                    in keys]
-        ids = {op.value.get("notification_id") for op in notified if op.type == OK and isinstance(op.value, dict)}
-        people = {r for _, r in keys}
-        ops = [op for op in history if (op.f == "put_recipient" and op.args.get("recipient_id") in people
-                                        and op.type == OK)
-               or op in notified or (op.f == "get_notification" and op.args.get("notification_id") in ids)]
-        put = [op for op in ops if op.f == "put_recipient"]
-        ops = [op for op in ops if op.f != "put_recipient"] + put[-1:] if put else ops
+        key = (named[0].args["event_id"], named[0].args["recipient_id"])
+        alone = result.name in WHAT_IT_MET
+        if alone:  # what the named notification met: every notification accepted shortly before it
+            until = max(op.complete_seq for op in named)
+            since = min(op.invoke_time for op in named) - LOOKBACK
+            named += [op for op in notifies if op not in named and op.invoke_seq <= until and op.invoke_time >= since]
+        ids = {op.value.get("notification_id") for op in named if op.type == OK and isinstance(op.value, dict)}
+        people = {op.args["recipient_id"] for op in named}
+        puts: dict[str, Op] = {}
+        for op in history:
+            if op.f == "put_recipient" and op.type == OK and op.args.get("recipient_id") in people:
+                puts[op.args["recipient_id"]] = op  # each recipient's last set-up
+        ops = list(puts.values()) + sorted(named, key=lambda o: o.invoke_seq) + [
+            op for op in history if op.f == "get_notification" and op.args.get("notification_id") in ids]
         calls = [f"{e[0]} call at {time.strftime('%H:%M:%S', time.localtime(e[1]))}.{int(e[1] % 1 * 1000):03d}"
-                 if isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], float) else repr(e)
-                 for example in result.examples[:1]
-                 for e in (example if isinstance(example, tuple) else (example,))]
-        what = (f"event {key[0]!r} to recipient {key[1]!r}" if len(keys) == 1 else
-                f"{len(keys)} notifications, the first event {key[0]!r} to recipient {key[1]!r}")
+                 for e in cited if isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], float)]
+        what = (f"event {key[0]!r} to recipient {key[1]!r}" + (
+                f", with the {len(named) - 1:,} notification(s) accepted in the {LOOKBACK:g} s before it" if alone
+                else ""))
         return what, ops, [f"the providers' record: {', '.join(calls)}"] if calls else []
 
     def state(self, spec: Any, ops: list[Op]) -> dict[str, Any]:
-        """The channels on which the providers answered the found notifications ``permanent`` (its address is
-        dead there; a suppression list remembers it) and those that answered every call ``transient`` (down
-        for it), from the providers' record; {} when the record cannot be read."""
+        """Per recipient, the channels on which the providers answered its found notifications ``permanent``
+        (its address is dead there; a suppression list remembers it) and those that answered every call
+        ``transient`` (down for it), from the providers' record; a note when the record cannot be read."""
         from ...history import History
         from .driver import Providers
 
@@ -69,17 +86,19 @@ class NotificationsWitness(CaseWitness):
             record = Providers(url, history=History(time.time)).calls()
         except Exception:  # noqa: BLE001 - no record: the replay meets the providers' own model, said so
             return {"note": f"the providers' record at {url} could not be read: their answers are not rebuilt"}
-        answers: dict[str, set[str]] = {}
+        answers: dict[str, dict[str, set[str]]] = {}
         for c in record:
             if (c.get("event_id"), c.get("recipient_id")) in keys:
-                answers.setdefault(c["channel"], set()).add(c.get("outcome", ""))
-        return {"permanent": sorted(ch for ch, seen in answers.items() if "permanent" in seen),
-                "down": sorted(ch for ch, seen in answers.items() if seen == {"transient"})}
+                answers.setdefault(c["recipient_id"], {}).setdefault(c["channel"], set()).add(c.get("outcome", ""))
+        out = {rid: {"permanent": sorted(ch for ch, seen in by.items() if "permanent" in seen),
+                     "down": sorted(ch for ch, seen in by.items() if seen == {"transient"})}
+               for rid, by in answers.items()}
+        return {"recipients": {rid: st for rid, st in out.items() if st["permanent"] or st["down"]}}
 
     def rewrite(self, step: Step, args: dict[str, Any], tag: str, state: dict[str, Any]) -> dict[str, Any]:
         """A dead address of the found run, made fresh in its own format (a suppression list remembers the
         found one: a replay to it would skip the channel the found run called)."""
-        dead = state.get("permanent") or []
+        dead = (state.get("recipients") or {}).get(step.args.get("recipient_id"), {}).get("permanent")
         addresses = args.get("addresses")
         if step.f != "put_recipient" or not dead or not isinstance(addresses, dict):
             return args
@@ -91,28 +110,30 @@ class NotificationsWitness(CaseWitness):
         return {**args, "addresses": fresh}
 
     def prepare(self, spec: Any, state: dict[str, Any], setup: list[dict[str, Any]]) -> None:
-        """The providers told to answer this try's recipient as the found one was answered: its fresh
-        addresses dead where the found ones answered permanent, its channels down where every call failed."""
+        """The providers told to answer this try's recipients as the found ones were answered: the fresh
+        addresses dead where the found ones answered permanent, a channel down where every call failed."""
         from ...history import History
         from .driver import Providers
 
-        url = spec.opt("provider_url")
-        people = [a for a in setup if isinstance(a.get("addresses"), dict)]
-        if not url or not people or not (state.get("permanent") or state.get("down")):
+        url, found = spec.opt("provider_url"), state.get("recipients") or {}
+        people = [(found[a["recipient_id"].rsplit("-", 1)[0]], a) for a in setup if isinstance(a.get("addresses"), dict)
+                  and a["recipient_id"].rsplit("-", 1)[0] in found]
+        if not url or not people:
             return
         providers = Providers(url, history=History(time.time))
         change: dict[str, Any] = {}
-        if state.get("permanent"):
+        if any(st["permanent"] for st, _ in people):
             _, now = providers.side_call("provider_config", "GET", f"{providers.base}/config")
             dead = {c: list(v) for c, v in ((now or {}).get("dead") or {}).items()}
-            for a in people:
-                for channel in state["permanent"]:
+            for st, a in people:
+                for channel in st["permanent"]:
                     address = a["addresses"].get(ADDRESS.get(channel, ""))
                     if address:
                         dead.setdefault(channel, []).append(address)
             change["dead"] = dead
-        if state.get("down"):
-            change["lanes"] = {a["recipient_id"]: {"down": list(state["down"])} for a in people}
+        lanes = {a["recipient_id"]: {"down": list(st["down"])} for st, a in people if st["down"]}
+        if lanes:
+            change["lanes"] = lanes
         providers.config(replace=False, **change)
 
     def settle(self, spec: Any) -> float:
