@@ -24,6 +24,7 @@ from .history import Op
 from .replay import NEED, TRIES, OutOfTime, Replayer, estimate, hooks_for, steps_of
 from .witness import Step, Witness, write_files
 
+SEQUENTIAL_FIRST = (50, 5.0)  # steps and s of span up to which a witness is first tried one step at a time
 UNKEYED = 200  # operations a witness keeps of a run whose violation names no key (the last before it ended)
 
 
@@ -102,7 +103,10 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
     rep.sequential = False
     reached: list[str] = []
     try:
-        if rep.holds(steps, True, deadline):  # one after the other, in the order found: deterministic from here on
+        span = max((s.at for s in steps), default=0.0)
+        # one after the other, in the order found (deterministic from here on): tried first on a short witness only;
+        # a long one is tried so once it has shrunk
+        if len(steps) <= SEQUENTIAL_FIRST[0] and span <= SEQUENTIAL_FIRST[1] and rep.holds(steps, True, deadline):
             rep.sequential = True
             steps = _pass_gaps(rep, steps, deadline, found_holds=True) or steps
         else:
@@ -114,7 +118,7 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
             steps = held
         while True:  # rounds of every pass, until one changes nothing (or the time is up)
             before = steps
-            for one_pass in (_pass_setup_smaller, _pass_drop_kinds, _pass_suffix, _pass_ddmin, _pass_drop_setup,
+            for one_pass in (_pass_drop_kinds, _pass_setup_smaller, _pass_suffix, _pass_ddmin, _pass_drop_setup,
                              _pass_merge_actors):
                 steps = one_pass(rep, steps, deadline)
             if steps == before:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,11 +54,11 @@ def defect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def properties(url: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def properties(url: str, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The feed properties over the URL, as installed: ``pytest --pyargs peakproof.properties.test_feed``."""
     env = dict(os.environ, HYPOTHESIS_PROFILE="dev")  # the properties' budget over a URL: real time
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs",
-                           "peakproof.properties.test_feed", "--target-url", url, "--driver", DRIVER, *RULES],
+                           "peakproof.properties.test_feed", "--target-url", url, "--driver", DRIVER, *RULES, *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -86,7 +87,7 @@ def test_the_properties_pass_over_the_url(feed_url: str) -> None:
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
 def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> None:
     out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD, "--skip-properties",
-                    "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"))
+                    "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"), "--replay-seconds", "60")
     verdict = verdict_of(out)
     if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
         return
@@ -95,6 +96,7 @@ def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> Non
     assert "[ok] load scenario feed-peak" in verdict, verdict
     assert f"[ok] {CHECK}:" in verdict and "[ok] feed_matches_pull_model:" in verdict, verdict
     assert "rule: time precision (s): 0.001" in verdict and "waived: inbox_size" in verdict, verdict
+    assert "witness of" not in out.stdout and "replaying the witness" not in out.stdout, verdict  # a PASS sends none
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
@@ -130,8 +132,20 @@ def test_peakproof_run_fails_the_page_numbers_defect_naming_the_check(defect_url
     assert f"{CHECK}: FAIL" in verdict or f"[FAIL] {CHECK}" in verdict, verdict
 
 
-def test_the_properties_alone_fail_the_page_numbers_defect(defect_url: str) -> None:
-    out = properties(defect_url)
+def test_the_properties_alone_fail_the_page_numbers_defect_with_a_sequential_witness_and_its_curl_lines(
+        defect_url: str, tmp_path: Path) -> None:
+    """A post published between two pages: the witness needs no concurrency (one request after the other,
+    the same every time), and its curl lines replay it by hand."""
+    out = properties(defect_url, "--replay-seconds", "60", "--report-dir", str(tmp_path))
     text = out.stdout + out.stderr
     assert out.returncode == 1, text[-4000:]
     assert f"{CHECK}: FAIL" in text, text[-4000:]
+    found = re.search(rf"witness of {CHECK} on reader '[^']+' and the \d+ author\(s\) they follow: (\d+) operations "
+                      rf"\(sequential; (\d+) in the window as found; [^\n]*reproduced 10 of 10 tries", text)
+    assert found, text[-4000:]
+    lines = text[found.start():].splitlines()
+    curl = [line.strip() for line in lines if line.strip().startswith("curl ")]
+    assert any("page=" in c or "cursor=" in c for c in curl) and any("-X POST" in c for c in curl), "\n".join(lines[:30])
+    assert list(tmp_path.glob(f"*{CHECK}.replay.py")), list(tmp_path.iterdir())
+    print(f"\nwitness of {CHECK}: {found.group(2)} operations as found -> {found.group(1)}, sequential, "
+          f"{len(curl)} curl lines")

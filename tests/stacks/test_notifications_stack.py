@@ -118,7 +118,7 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
         # says which components were found and which stated
         return peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
                          provider_url, *RULES, *LOAD, "--skip-properties", "--report-dir", REPORTS,
-                         "--target-process", "celery.* -Q urgent", timeout=300)
+                         "--target-process", "celery.* -Q urgent", "--replay-seconds", "60", timeout=300)
 
     out = run()
     if out.returncode == 2:  # undecided (a machine too busy, a breaker that fell due at the run's end): once more,
@@ -129,6 +129,7 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
     assert "peakproof verdict for notifications: PASS" in out.stdout, verdict_of(out)
     verdict = verdict_of(out)
     assert "[ok] load scenario notifications-peak" in verdict, verdict
+    assert "witness of" not in out.stdout and "replaying the witness" not in out.stdout, verdict  # a PASS sends none
     for check in ("one_delivery_per_event", "preference_respected", "attempt_budget_respected",
                   "no_retry_after_permanent_on_same_channel", "urgent_first_outside_a_backlog"):
         assert f"[ok] {check}:" in verdict, (check, verdict)
@@ -159,13 +160,22 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp
             beacon(slow_providers, tmp_path, "--defect", "visibility-timeout") as url:
         out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
                         slow_providers, *RULES, "--scale", "0.05", "--duration", "10", "--calibrated-rate", "1000",
-                        "--skip-properties",
-                        "--report-dir", REPORTS, timeout=300)
+                        "--skip-properties", "--replay-seconds", "150",
+                        "--report-dir", REPORTS, timeout=420)
     verdict = verdict_of(out)
     assert out.returncode == 1, logs(tmp_path) + verdict
     assert "peakproof verdict for notifications: FAIL" in out.stdout, verdict
     assert "[FAIL] one_delivery_per_event" in verdict, verdict
     print(next(line for line in verdict.splitlines() if "[FAIL] one_delivery_per_event" in line))
+    # its witness: the event and the recipient, the two provider calls as found, and how often it comes back (the
+    # race is Redis's: a replay meets the providers' answers again, the redelivery is drawn anew)
+    found = re.search(r"witness of one_delivery_per_event on event '([^']+)' to recipient '([^']+)': (\d+) operations"
+                      r"[^\n]*; (reproduced \d+ of \d+ tries|seen once, not reproduced in \d+ tries[^\n]*)", out.stdout)
+    assert found, verdict
+    calls = re.search(r"as found: the providers' record: (\w+) call at [\d:.]+, (\w+) call at", out.stdout[found.end():])
+    assert calls, out.stdout[found.start():][:3000]
+    print(f"witness: event {found.group(1)!r} to {found.group(2)!r}, {found.group(3)} operations, calls on "
+          f"{calls.group(1)} and {calls.group(2)}; {found.group(4)}")
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)

@@ -18,10 +18,12 @@ Run it alone (the loads read the machine): ``flock /tmp/pp-load.lock pytest test
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -47,7 +49,9 @@ LOAD = ["--scale", "0.01", "--calibrated-rate", "1000", "--hold-window", "0.3", 
 # longer than this shop's check-to-act window most of the time: measured, the load alone FAILed the defect 5 runs
 # of 8 with even spacing, 6 of 7 with Poisson spacing (oversold by 1 to 6); both stages together FAILed 3 of 3.
 # The correct shop's load keeps the harness's default, even spacing.
-DEFECT_LOAD = ["--scale", "0.02", "--calibrated-rate", "1000", "--hold-window", "0.3", "--spacing", "poisson"]
+# At --scale auto (the issue's must-show) the calibration sizes the opening to this machine. Each violated check's
+# witness is replayed against the shop for up to 60 s in all (the suite's default is 0: tests/conftest.py).
+DEFECT_LOAD = ["--scale", "auto", "--hold-window", "0.3", "--spacing", "poisson", "--replay-seconds", "60"]
 START_TIMEOUT = 120  # s: initdb, PostgreSQL, the schema, the job and gunicorn's workers, on a busy machine
 
 
@@ -131,13 +135,15 @@ def test_the_properties_pass_as_installed_from_a_folder_of_the_teams_own(shop: s
 @pytest.mark.alone  # a load: its latency and pace read the machine (tests/conftest.py)
 def test_peakproof_run_passes_the_load_with_the_shops_rule_stated(shop: str, reports: str) -> None:
     out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", shop, *ADMIN, *RULES, *LOAD,
-                    "--report-dir", reports)
+                    "--report-dir", reports, "--replay-seconds", "60")
     verdict = verdict_of(out)
     if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
         return
     assert out.returncode == 0, verdict
     assert "peakproof verdict for tickets: PASS" in verdict and "[ok] load scenario tickets-opening" in verdict, verdict
     assert "rule: release lag (s): 3" in verdict, verdict
+    # a PASS has no witness and sends no replay (a replay is a FAIL's, after its verdict)
+    assert "witness of" not in out.stdout and "replaying the witness" not in out.stdout, verdict
     for check in ("no_oversell", "stock_is_conserved", "no_valid_rejection", "reservation_is_idempotent",
                   "expired_hold_is_never_sold", "units_return_exactly_once"):
         assert f"[ok] {check}: Actual 0 violations" in verdict, (check, verdict)
@@ -233,10 +239,13 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
 
 # not alone: an oversell is a violation whatever the machine (a neighbour's CPU only widens the race), and a FAIL
 # is never undecided for it; beside the suite it spares the alone tests' serial minutes
-def test_the_check_then_act_defect_fails_no_oversell(tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
+def test_the_check_then_act_defect_fails_no_oversell_with_a_witness_that_fails_again_on_its_own(
+        tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
     """Stock read without a lock and ``held = held + n`` later: buyers who read the last tickets at once all
     get them. The properties' burst at a sell-out, the opening's sell-out and every release of lapsed holds
-    after it are where they meet; ``peakproof run`` (both stages) must FAIL naming no_oversell."""
+    after it are where they meet; ``peakproof run --scale auto`` (both stages) must FAIL naming no_oversell,
+    with a witness shrunk to at most 10 operations that fails again in at least half of its 10 tries; its
+    script, run alone against a fresh shop, FAILs again within 10 s."""
     with stack(tmp_path_factory.mktemp("tickets-stack-check-then-act"), "--defect", "check-then-act") as url:
         out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *RULES, *DEFECT_LOAD,
                         "--report-dir", reports)
@@ -246,3 +255,20 @@ def test_the_check_then_act_defect_fails_no_oversell(tmp_path_factory: pytest.Te
     # the properties' stage says "no_oversell: FAIL (...)", the load's "[FAIL] no_oversell: Actual ..."
     assert "no_oversell: FAIL" in verdict or "[FAIL] no_oversell" in verdict, verdict
     assert "oversold by" in verdict, verdict
+    found = re.findall(r"witness of no_oversell on quota '[^']+': (\d+) operations \((\w+); ([\d,]+) in the window "
+                       r"as found; .*?\); reproduced (\d+) of (\d+) tries", out.stdout)
+    assert found, verdict
+    for size, mode, before, again, tries in found:  # the properties' and the load's, when both caught it
+        print(f"\nwitness of no_oversell: {before} operations as found -> {size} ({mode}), failed again {again} of {tries}")
+    assert any(int(size) <= 10 and int(tries) == 10 and int(again) >= 5 for size, _, _, again, tries in found), found
+    best = next(i for i, (size, _, _, again, tries) in enumerate(found)
+                if int(size) <= 10 and int(tries) == 10 and int(again) >= 5)
+    script = [line.split("replay: ")[1].strip() for line in out.stdout.splitlines()
+              if "replay: " in line and "no_oversell.replay.py" in line][best]
+    with stack(tmp_path_factory.mktemp("tickets-stack-fresh"), "--defect", "check-then-act") as fresh:
+        started = time.monotonic()
+        again_alone = subprocess.run([sys.executable, script, fresh], capture_output=True, text=True, timeout=120,
+                                     cwd=tmp_path_factory.mktemp("elsewhere"))
+        took = time.monotonic() - started
+    assert again_alone.returncode == 1, again_alone.stdout + again_alone.stderr
+    print(f"its script alone against a fresh shop: exit 1 in {took:.1f} s: " + again_alone.stdout.splitlines()[-1])
