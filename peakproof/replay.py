@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from .checks import CheckResult
+from .driver import SIDE
 from .history import OK, History, Op
 from .witness import CaseWitness, Step, Witness, curl_line
 
@@ -33,7 +34,7 @@ WAIT_FOR_ID = 10.0  # s a step waits for the step whose answer names its id
 def steps_of(ops: Iterable[Op], setup: tuple[str, ...], limit: int = MAX_STEPS) -> tuple[list[Step], int]:
     """Operations as steps: setup ones first, the rest timed from the first of them; cut to the last
     ``limit`` when longer. Also the size as found."""
-    ops = sorted(ops, key=lambda o: o.invoke_seq)
+    ops = sorted((o for o in ops if o.process != SIDE), key=lambda o: o.invoke_seq)  # never the harness's own calls
     firsts = [o for o in ops if o.f in setup]
     rest = [o for o in ops if o.f not in setup]
     found = len(firsts) + len(rest)

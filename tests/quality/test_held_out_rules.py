@@ -28,7 +28,8 @@ RULES = ("--backoff", "0.3", "--answer-timeout", "2", "--breaker-window", "200",
 
 
 def _properties(mutant: str | None) -> tuple[int, str]:
-    return notifications_properties(mutant, SERVED, RULES, latency=0.03)
+    # each FAIL's witness replayed and shrunk against the mutant for up to 90 s (the suite's default is none)
+    return notifications_properties(mutant, SERVED, (*RULES, "--replay-seconds", "90"), latency=0.03)
 
 
 @pytest.mark.parametrize("mutant, caught_by", [
@@ -39,6 +40,13 @@ def test_a_broken_service_with_held_out_rules_fails_the_url_properties(mutant: s
     code, out = _properties(mutant)
     assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
     print(f"\n{mutant}: " + next(ln.strip() for ln in out.splitlines() if "first violation" in ln)[:300])
+    # every FAIL carries a witness: the operations it bears on, replayed against the mutant and shrunk
+    witnesses = re.findall(r"witness of (\w+) on (.*?): (\d+) operations \((\w+); ([\d,]+) in the window as found; "
+                           r"(.*?)\); (reproduced \d+ of \d+ tries|seen once, not reproduced in \d+ tries|not replayed)",
+                           out)
+    assert any(w[0] == caught_by for w in witnesses), out[-3000:]
+    for check, key, size, mode, before, shrunk, rate in witnesses:
+        print(f"  witness of {check} on {key}: {before} operations as found -> {size} ({mode}; {shrunk}); {rate}")
 
 
 def test_the_reference_with_held_out_rules_passes_them_with_both_checks_exercised() -> None:

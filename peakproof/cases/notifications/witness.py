@@ -151,7 +151,7 @@ class NotificationsWitness(CaseWitness):
         people = {op.args.get("recipient_id") for op in ops if op.f in ("notify", "put_recipient")}
         record = provider_record(driver, spec.opt("provider_url"), History(time.time))  # not among the replay's ops
         calls = [c for c in record if c.get("recipient_id") in people]
-        return check_notifications(ops, calls, rules=rules_of(spec), saturated=False, drives_down=False)
+        return check_notifications(ops, calls, rules=rules_of(spec), channel_calls=record)
 
 
 def _fresh_address(channel: str, address: str, tag: str) -> str:
