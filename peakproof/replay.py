@@ -158,7 +158,6 @@ class Replayer:
                 1 + len(rest) // POOL) + 1
             for t in threads:
                 t.join(max(0.0, limit - time.time()))
-        time.sleep(self.hooks.settle(self.spec))  # the target's later work (a delivery's rounds) before judging
         result = next((r for r in self.hooks.checks(driver, list(history.ops), self.spec) if r.name == self.check),
                       None)
         return Try(result is not None and result.valid is False, result, list(history.ops),

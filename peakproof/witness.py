@@ -150,7 +150,8 @@ class CaseWitness:
 
     def checks(self, driver: Any, ops: list[Op], spec: Any) -> list[CheckResult]:
         """The case's checks over operations (a replay's, or a property's run), by the rules the run's
-        ``spec`` states (``driver`` was built from it)."""
+        ``spec`` states (``driver`` was built from it); once the target's later work is done (a delivery's
+        rounds), when the case has such work."""
         raise NotImplementedError
 
     def state(self, spec: Any, ops: list[Op]) -> dict[str, Any]:
@@ -165,10 +166,6 @@ class CaseWitness:
     def prepare(self, spec: Any, state: dict[str, Any], setup: list[dict[str, Any]]) -> None:
         """Rebuild ``state`` for one try, once its setup steps (``setup``: the arguments they were sent
         with) are done: e.g. the providers told to answer the fresh addresses as they answered the found."""
-
-    def settle(self, spec: Any) -> float:
-        """s to wait after a replay's last step before judging it (work the target does later)."""
-        return 0.0
 
     def smaller(self, step: Step) -> list[dict[str, Any]]:
         """Smaller arguments for a setup step, smallest first (a quota of 1, 2, ... units)."""

@@ -160,7 +160,7 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp
             beacon(slow_providers, tmp_path, "--defect", "visibility-timeout") as url:
         out = peakproof("run", "notifications", "--driver", DRIVER, "--target-url", url, "--provider-url",
                         slow_providers, *RULES, "--scale", "0.05", "--duration", "10", "--calibrated-rate", "1000",
-                        "--skip-properties", "--replay-seconds", "150",
+                        "--skip-properties", "--replay-seconds", "60",
                         "--report-dir", REPORTS, timeout=420)
     verdict = verdict_of(out)
     assert out.returncode == 1, logs(tmp_path) + verdict

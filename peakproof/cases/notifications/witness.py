@@ -23,7 +23,7 @@ ADDRESS = {"push": "push_token", "sms": "phone", "email": "email"}  # the protoc
 WHAT_IT_MET = frozenset({"urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog",
                          "breaker_counts_only_transient", "breaker_opens_when_due", "preference_respected"})
 LOOKBACK = 10.0  # s of notifications before one a priority or breaker promise names: what it met
-SETTLE_MAX = 20.0  # s: a replay judged later than this misses rounds the rules allow beyond it (a long backoff)
+SETTLE_MAX = 20.0  # s a replay waits for its deliveries to settle: rounds the rules allow beyond it are missed
 
 
 class NotificationsWitness(CaseWitness):
@@ -136,22 +136,28 @@ class NotificationsWitness(CaseWitness):
             change["lanes"] = lanes
         providers.config(replace=False, **change)
 
-    def settle(self, spec: Any) -> float:
-        from .case import rules_of
-
-        rules = rules_of(spec)  # every round the rules allow, each waiting its backoff and its answer; at most
-        return min(SETTLE_MAX, rules.budget * (rules.backoff + rules.answer_timeout) + 1.0)  # SETTLE_MAX a try
-
     def checks(self, driver: Any, ops: list[Op], spec: Any) -> list[CheckResult]:
+        """The case's checks, once the providers' record of these recipients has been quiet for a round (a
+        backoff and an answer's wait: a retry due would have come), or after :data:`SETTLE_MAX`."""
         from ...history import History
         from .case import rules_of
         from .checks import check_notifications
         from .driver import provider_record
 
+        rules = rules_of(spec)
         people = {op.args.get("recipient_id") for op in ops if op.f in ("notify", "put_recipient")}
-        record = provider_record(driver, spec.opt("provider_url"), History(time.time))  # not among the replay's ops
-        calls = [c for c in record if c.get("recipient_id") in people]
-        return check_notifications(ops, calls, rules=rules_of(spec), channel_calls=record)
+        quiet, since = rules.backoff + rules.answer_timeout + 0.25, time.monotonic()
+        seen, changed = -1, since
+        while True:
+            record = provider_record(driver, spec.opt("provider_url"), History(time.time))  # not a replay's op
+            calls = [c for c in record if c.get("recipient_id") in people]
+            now = time.monotonic()
+            if len(calls) != seen:
+                seen, changed = len(calls), now
+            elif now - changed >= quiet or now - since >= SETTLE_MAX:
+                break
+            time.sleep(0.2)
+        return check_notifications(ops, calls, rules=rules, channel_calls=record)
 
 
 def _fresh_address(channel: str, address: str, tag: str) -> str:
