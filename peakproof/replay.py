@@ -86,6 +86,7 @@ class Replayer:
         self.make_driver = _driver_factory(spec)
         self.tries = 0
         self.sequential = False  # the mode the shrink found enough (its candidates are tried so)
+        self.stop_at: float | None = None  # time.monotonic() after which a try sends no more steps (its bound)
         self._tag = secrets.token_hex(2)
 
     def once(self, steps: list[Step], sequential: bool, record: bool = False) -> Try:
@@ -109,6 +110,9 @@ class Replayer:
             for j in deps[i]:
                 done[j].wait(WAIT_FOR_ID)
             step = steps[i]
+            if self.stop_at is not None and time.monotonic() > self.stop_at:  # the replay's bound: send no more
+                done[i].set()
+                return
             with lock:
                 args = _renamed(step.args, self.hooks.fresh, self.hooks.produced, ids, tag)
             if args is not None:

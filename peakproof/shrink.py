@@ -24,6 +24,7 @@ from .history import Op
 from .replay import NEED, TRIES, OutOfTime, Replayer, estimate, hooks_for, steps_of
 from .witness import Step, Witness, write_files
 
+STOP_GRACE = 5.0  # s past its bound a try may still send (it is judged on what it sent)
 SEQUENTIAL_FIRST = (50, 5.0)  # steps and s of span up to which a witness is first tried one step at a time
 UNKEYED = 200  # operations a witness keeps of a run whose violation names no key (the last before it ended)
 
@@ -40,13 +41,19 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
     out: list[Witness] = []
     deadline = time.monotonic() + seconds
     for r in failed:
-        found = hooks.find(history, r)
+        try:
+            found = hooks.find(history, r)
+        except Exception:  # noqa: BLE001 - a history the finder did not expect: cut by no key instead
+            found = None
         if found is None:  # the check names nothing a witness can be cut by: the run's last operations
             tail = [op for op in history if op.process != "harness"][-UNKEYED:]
             found = (f"the run's last {len(tail):,} operations (the violation names no key to cut them by)", tail)
         key, ops, *context = found
         steps, size = steps_of(ops, hooks.setup)
-        state = hooks.state(spec, list(ops)) if seconds else {}
+        try:
+            state = hooks.state(spec, list(ops)) if seconds else {}
+        except Exception as e:  # noqa: BLE001 - the side records could not be read: nothing rebuilt, said so
+            state = {"note": f"what the run recorded beside it could not be read ({type(e).__name__}: {e})"[:300]}
         w = Witness(spec.case, r.name, r.first_violation or "", key, steps, size,
                     target={"url": spec.target_url, "spec": _portable(spec)}, context=list(context[0]) if context else [], state=state)
         left = deadline - time.monotonic()
@@ -55,20 +62,23 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
         else:
             log(f"peakproof: replaying the witness of {r.name} ({w.size} operations, up to {left:.0f} s)")
             rep = Replayer(hooks, spec, r.name, state)
-            w = shrink(rep, w, left / max(1, len(failed) - len(out)) if len(failed) > 1 else left)
+            try:
+                w = shrink(rep, w, left / max(1, len(failed) - len(out)) if len(failed) > 1 else left)
+            except Exception as e:  # noqa: BLE001 - a replay that raised: the witness as found, and why
+                w = replace(w, replay_note=f"its replay raised {type(e).__name__}: {e}"[:300])
         w.target["files"] = [str(p) for p in _write(w, directory, f"{stem}-{r.name}")]
         out.append(w)
     return out
 
 
-def property_witness(spec: Any, violation: Any, stem: str) -> Witness:
+def property_witness(spec: Any, violation: Any, stem: str, why: str = "") -> Witness:
     """A property's violation that no check of its history states (an answer the property judged on the
     spot): its whole run as the witness, not replayed (a replay has no check to judge it by)."""
     hooks = hooks_for(spec.case)
     steps, size = steps_of(violation.ops, hooks.setup if hooks else ())
     w = Witness(spec.case, "property", violation.message.strip().splitlines()[0] if violation.message else "",
-                "the property's run", steps, size, replay_note="the property judged it, not a check of the history: "
-                                                               "a replay has nothing to judge it by",
+                "the property's run", steps, size, replay_note=why or "the property judged it, not a check of the "
+                                                                     "history: a replay has nothing to judge it by",
                 target={"url": spec.target_url, "spec": _portable(spec)})
     w.target["files"] = [str(p) for p in _write(w, spec.report_dir, f"{stem}-property")]
     return w
@@ -99,6 +109,7 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
     :data:`NEED`, with its rate over ``tries`` tries and, when sequential, its curl lines."""
     started = time.monotonic()
     deadline = started + seconds * 0.7  # the rest for the final estimate
+    rep.stop_at = started + seconds + STOP_GRACE  # a try under way when the bound comes sends no more
     steps = list(w.steps)
     rep.sequential = False
     reached: list[str] = []

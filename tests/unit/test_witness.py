@@ -209,3 +209,31 @@ def test_a_table_row_says_who_what_when_and_how_it_was_answered() -> None:
     n, who, what, when, answer = s.cells(3)
     assert (n, who, what, when) == ("3", "buyer-1", "reserve(quota_id=q, quantity=1)", "+12.5 ms")
     assert answer == 'ok {"reservation_id":"9"} in 4.0 ms'
+
+
+def test_a_stage_with_no_time_to_replay_keeps_each_witness_as_found_and_writes_its_files(tmp_path: Any) -> None:
+    from peakproof.shrink import reproduce
+
+    h = an_oversell()
+    results = check_tickets(h.history, EXACT)
+    spec = RunSpec(case="tickets", target_url="http://127.0.0.1:9", replay_seconds=0)
+    out = reproduce("tickets", spec, h.history.ops, results, seconds=0, directory=str(tmp_path), stem="run")
+    assert {w.check for w in out} == {r.name for r in results if r.valid is False} and out
+    w = next(w for w in out if w.check == "no_oversell")
+    assert w.tries == 0 and "not replayed" in w.rate() and w.size == w.found_size
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"run-{x.check}.replay.{ext}" for x in out for ext in ("json", "py"))
+
+
+def test_a_replay_that_raises_loses_only_its_reproduction_and_says_why(tmp_path: Any, monkeypatch: Any) -> None:
+    import peakproof.shrink as shrinking
+
+    def broken(*_: Any, **__: Any) -> Witness:
+        raise RuntimeError("the driver fell over")
+
+    monkeypatch.setattr(shrinking, "shrink", broken)
+    h = an_oversell()
+    spec = RunSpec(case="tickets", target_url="http://127.0.0.1:9")
+    out = shrinking.reproduce("tickets", spec, h.history.ops, check_tickets(h.history, EXACT), seconds=30,
+                              directory=str(tmp_path), stem="run")
+    assert out and all("its replay raised RuntimeError: the driver fell over" in w.rate() for w in out)
