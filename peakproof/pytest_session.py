@@ -357,7 +357,29 @@ def reproduce_kept(kept: list[Any]) -> list[dict[str, Any]]:
             found = [property_witness(spec, violation, stem, f"its checks or its replay raised {type(e).__name__}: "
                                                               f"{e}"[:300])]
         out += [w.to_json() for w in found]
+        _report(target, spec, violation, found, stem)
     return out
+
+
+def _report(target: Any, spec: Any, violation: Any, found: list[Any], stem: str) -> None:
+    """The reproductions of one property's violation as an HTML report in ``--report-dir`` (listed in its
+    index beside the loads'): the violated checks, then each witness's table, rate and files."""
+    import time
+
+    from .checks import CheckResult
+    from .report import RunReport, write_report
+
+    ops = [op for op in violation.ops if op.done]
+    began = min((op.invoke_time for op in ops), default=time.time())
+    checks = [CheckResult(w.check, False, {"violations": 1}, w.violation or violation.message.strip().splitlines()[0])
+              for w in found]  # the first violating run's (a property stops at its first)
+    report = RunReport(stem.rsplit("-", 2)[0], target.url or "", began, time.time(),
+                       {"stage": "URL properties: the first violating run of a property", "case": target.case,
+                        "the property's words": violation.message.strip()[:2000]}, checks, [], [], witnesses=found)
+    try:
+        write_report(report, spec.report_dir)
+    except OSError:  # a folder that cannot be written: the verdict and the terminal still carry every witness
+        pass
 
 
 @dataclass

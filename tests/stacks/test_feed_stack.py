@@ -147,5 +147,7 @@ def test_the_properties_alone_fail_the_page_numbers_defect_with_a_sequential_wit
     curl = [line.strip() for line in lines if line.strip().startswith("curl ")]
     assert any("page=" in c or "cursor=" in c for c in curl) and any("-X POST" in c for c in curl), "\n".join(lines[:30])
     assert list(tmp_path.glob(f"*{CHECK}.replay.py")), list(tmp_path.iterdir())
+    page = next(tmp_path.glob("properties-feed-*.html"))  # and in a report of its own, beside the loads'
+    assert "Reproductions" in page.read_text() and f"witness of {CHECK}" in page.read_text()
     print(f"\nwitness of {CHECK}: {found.group(2)} operations as found -> {found.group(1)}, sequential, "
           f"{len(curl)} curl lines")
