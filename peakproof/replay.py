@@ -95,9 +95,8 @@ class Replayer:
         self.tries += 1
         tag = f"rp{self._tag}{self.tries}"  # the replay's mark on every name it chooses
         history = History(time.time)
-        transport: Any = RequestsTransport(None, self.timeout)
-        if record:
-            transport = Recording(transport)
+        http = RequestsTransport(None, self.timeout)  # a session of its own, closed when the try is judged
+        transport: Any = Recording(http) if record else http
         driver = self.make_driver(history, transport)
         ids: dict[tuple[str, str], Any] = {}
         done = [threading.Event() for _ in steps]
@@ -162,8 +161,11 @@ class Replayer:
                 1 + len(rest) // POOL) + 1
             for t in threads:
                 t.join(max(0.0, limit - time.time()))
-        result = next((r for r in self.hooks.checks(driver, list(history.ops), self.spec) if r.name == self.check),
-                      None)
+        try:
+            result = next((r for r in self.hooks.checks(driver, list(history.ops), self.spec)
+                           if r.name == self.check), None)
+        finally:
+            http.session.close()
         return Try(result is not None and result.valid is False, result, list(history.ops),
                    transport.lines if record else [], sent)
 

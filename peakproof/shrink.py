@@ -123,8 +123,8 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
         else:
             held = _pass_gaps(rep, steps, deadline)
             if held is None:
-                reached.append(f"not shrunk: neither the witness as found (concurrent or one step at a time) nor "
-                               f"with its gaps compressed failed again in {NEED[0]} of {NEED[1]} tries")
+                reached.append(f"not shrunk: neither the witness as found nor with its gaps compressed failed again "
+                               f"in {NEED[0]} of {NEED[1]} tries")
                 raise _Stop
             steps = held
         while True:  # rounds of every pass, until one changes nothing (or the time is up)
@@ -139,7 +139,7 @@ def shrink(rep: Replayer, w: Witness, seconds: float, tries: int = TRIES) -> Wit
         reached.append(f"shrunk from {w.size} to {len(steps)} in {rep.tries} tries" if len(steps) < w.size else
                        f"no step could be dropped ({rep.tries} tries)")
     except OutOfTime:
-        reached.append(f"stopped at its time bound ({seconds:g} s) after {rep.tries} tries, at {len(steps)} operations")
+        reached.append(f"stopped at its time bound ({seconds:.0f} s) after {rep.tries} tries, at {len(steps)} operations")
     except _Stop:
         pass
     out = replace(w, steps=steps, sequential=rep.sequential, shrink="; ".join(reached))
