@@ -102,6 +102,19 @@ def url_run(request: pytest.FixtureRequest) -> tuple[int, str]:
     return request.getfixturevalue("side_by_side_runs")[request.node.nodeid].result()
 
 
+def witnessed(out: str, *checks: str) -> None:
+    """A FAIL carries its witness: the operations one of ``checks`` bears on (peakproof.shrink; the suite's runs
+    find it and replay nothing: tests/conftest.py), with its table and its files."""
+    found = re.search(rf"witness of ({'|'.join(checks)}) on .*?: (\d+) operations? \(", out)
+    assert found and int(found.group(2)) >= 1 and ".replay.py" in out[found.start():], excerpt(out)
+
+
+def witnessed_load(doc: dict[str, Any], check: str) -> None:
+    """The load's report carries a witness of ``check``, written beside it."""
+    w = next((w for w in doc.get("witnesses", []) if w["check"] == check), None)
+    assert w is not None and w["steps"] and len(w["target"]["files"]) == 2, doc.get("witnesses")
+
+
 def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
     """The URL properties (``args``: pytest's) against ``mutant`` served on its own."""
     with (served(mutant) if mutant != case else ServedTarget(case)) as t:
@@ -116,10 +129,12 @@ def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_
     with served("tickets-sells-expired-holds") as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
         assert code == 1 and "expired_hold_is_never_sold: FAIL" in out, excerpt(out)
+        witnessed(out, "expired_hold_is_never_sold")
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     r = result(doc, "expired_hold_is_never_sold")
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, excerpt(out)
     assert r["chances"] >= 1 and "sold it" in r["first_violation"]
+    witnessed_load(doc, "expired_hold_is_never_sold")
 
 
 @pytest.mark.parametrize("mutant, check", [
@@ -133,6 +148,7 @@ def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_an
         mutant: str, check: str, url_run: tuple[int, str]) -> None:
     code, out = url_run
     assert code == 1 and f"{check}: FAIL" in out, excerpt(out)
+    witnessed(out, check)
     # Hypothesis's own Flaky* never reaches the verdict (the replay may have gone otherwise: then said so)
     assert "the violating run's history" in out and "Inconsistent" not in out and "errors.Flaky" not in out, excerpt(out)
 
@@ -253,9 +269,11 @@ def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught
     with served(mutant) as t:
         code, out = properties_against(t.url, "feed")
         assert code == 1 and f"{caught_by}: FAIL" in out, excerpt(out)
+        witnessed(out, caught_by)
         code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
     r = result(doc, caught_by)
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, (r, excerpt(out))
+    witnessed_load(doc, caught_by)
     print(f"\n{mutant}: {r['first_violation']}")
 
 
@@ -349,6 +367,7 @@ def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesi
     code, out = url_run
     named = [check for check in caught_by if f"{check}: FAIL" in out]
     assert code == 1 and named, excerpt(out)
+    witnessed(out, *caught_by)
     print(f"\n{mutant} -> {named[0]}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 
 
