@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
-from .test_examples import REPORTS, ROOT, decided, locust_verdict, peakproof, started, verdict_of
+from tests.support.runs import ROOT, decided, locust_verdict, peakproof, started, verdict_of
+
+from .test_examples import REPORTS
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from peakproof.history import History
 from peakproof.http import classify, json_object
 from peakproof.timefmt import format_time, parse_time
 
-from tests.quality.test_served_mutants import FEED_LOAD, TICKETS_LOAD, load_against, properties_against
+from tests.support.runs import FEED_LOAD, TICKETS_LOAD, load_against, properties_against
 from tests.support.mutants import served
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from .test_examples import LOAD, REPORTS, peakproof, service, verdict_of
+from tests.support.runs import peakproof, service, verdict_of
+
+from .test_examples import LOAD, REPORTS
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

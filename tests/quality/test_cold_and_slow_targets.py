@@ -70,7 +70,7 @@ def neighbour_undecided(code: int, out: str) -> bool:
     """INCONCLUSIVE because a neighbour took CPU the run waited for (a shared host): true on such a machine."""
     import warnings
 
-    from tests.e2e.test_examples import NeighbourUndecided
+    from tests.support.runs import NeighbourUndecided
 
     if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
         warnings.warn(NeighbourUndecided("accepted an INCONCLUSIVE naming a neighbour"))

@@ -15,7 +15,7 @@ from peakproof.contract import LENIENT_WHY
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
-from .test_served_mutants import properties_against
+from tests.support.runs import properties_against
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

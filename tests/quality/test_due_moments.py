@@ -11,7 +11,7 @@ import pytest
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
-from .test_served_mutants import excerpt, load_against, properties_against, result
+from tests.support.runs import excerpt, load_against, properties_against, result
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.e2e.test_examples import ROOT, service
+from tests.support.runs import ROOT, service
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

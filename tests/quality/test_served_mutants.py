@@ -10,38 +10,19 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import subprocess
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from tests.support.locust_run import run_locust
+from tests.support.runs import FEED_LOAD, TICKETS_LOAD, excerpt, load_against, properties_against, result
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.http, pytest.mark.slow]  # served mutants, Locust runs, child pytest runs
-
-
-def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-x",
-           "-p", "no:cacheprovider", "--target-url", url, *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def load_against(url: str, scenario: str, tmp_path: Path, *extra: str,
-                 locustfile: Path = ROOT / "loadtests") -> tuple[int, dict[str, Any], str]:
-    return run_locust(url, scenario, tmp_path, *extra, locustfile=locustfile, timeout=600)
-
-
-def result(doc: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(r for group in ("load", "checks", "slos") for r in doc[group] if r["name"] == name)
 
 
 # -- URL property runs, side by side ------------------------------------------------------------------
@@ -51,7 +32,6 @@ def result(doc: dict[str, Any], name: str) -> dict[str, Any]:
 # tests; each test then judges its own run. The same runs and assertions as one at a time (each in its
 # own server, providers and child pytest), in a third of the time. No load runs beside them: the fixture
 # returns only when every run has ended, and the loads run in their own tests afterwards.
-
 SIDE_BY_SIDE = 3
 URL_RUN_OF: dict[str, Callable[..., tuple[int, str]]] = {}  # a test's name -> its run, given the test's params
 
@@ -121,8 +101,6 @@ def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
         return properties_against(t.url, case, *args)
 
 
-TICKETS_LOAD = ("--scale", "0.01", "--time-scale", "24")
-FEED_LOAD = ("--scale", "0.002", "--time-scale", "100", "--duration", "6")
 
 
 def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_load(tmp_path: Path) -> None:
@@ -304,24 +282,6 @@ NOTIFICATIONS_SERVED = dict(backoff=0.3, call_timeout=0.5, breaker_cool_down=1.0
                             breaker_failures=4)
 NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker-window", "20",
                        "--breaker-failures", "4", "--breaker-cool-down", "1")
-
-
-def excerpt(out: str) -> str:
-    """What a failed assertion shows of a run's output: the lines that name an outcome (a long
-    violating history pushes them out of any tail), then the tail."""
-    lines = out.splitlines()
-    named = [line for line in lines if any(w in line for w in (": FAIL", "broken promise", "UNDECIDED",
-                                                               "INCONCLUSIVE", "Error"))]
-    # the first broken promise's whole message (its first violation and the evidence the check gives), up to
-    # the history that follows it: a false FAIL seen once in CI is only understood from these words
-    start = next((i for i, line in enumerate(lines) if ": FAIL" in line), None)
-    message = []
-    if start is not None:
-        for line in lines[start:start + 60]:
-            if "the violating run's history" in line:
-                break
-            message.append(line)
-    return "\n".join(named[:20] + ["", "the first broken promise, whole:", *message]) + "\n...\n" + out[-2500:]
 
 
 def notifications_properties(mutant: str | None, served_options: dict[str, Any] = NOTIFICATIONS_SERVED,

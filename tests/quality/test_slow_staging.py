@@ -94,7 +94,7 @@ def neighbour_undecided(code: int, out: str) -> bool:
     the one outcome besides the expected one that is true on such a machine."""
     import warnings
 
-    from tests.e2e.test_examples import NeighbourUndecided
+    from tests.support.runs import NeighbourUndecided
 
     if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
         why = next(line.strip() for line in out.splitlines() if "a neighbour took CPU the run needed" in line)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from peakproof.launch import ServedTarget
-from tests.quality.test_served_mutants import excerpt, properties_against
+from tests.support.runs import excerpt, properties_against
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]  # a served reference, a child pytest
 

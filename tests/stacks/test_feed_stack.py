@@ -25,7 +25,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.test_examples import ROOT, peakproof, started, undecided_by_a_neighbour, verdict_of
+from tests.support.runs import ROOT, peakproof, started, undecided_by_a_neighbour, verdict_of
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 

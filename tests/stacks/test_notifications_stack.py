@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.test_examples import (ROOT, locust_verdict, peakproof, providers, started, undecided_by_a_neighbour,
+from tests.support.runs import (ROOT, locust_verdict, peakproof, providers, started, undecided_by_a_neighbour,
                                      verdict_of)
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]

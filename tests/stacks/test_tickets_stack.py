@@ -30,7 +30,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.test_examples import ROOT, decided, locust_verdict, peakproof, undecided_by_a_neighbour, verdict_of
+from tests.support.runs import ROOT, decided, locust_verdict, peakproof, undecided_by_a_neighbour, verdict_of
 
 pytestmark = [pytest.mark.http, pytest.mark.slow]
 
