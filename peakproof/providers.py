@@ -287,8 +287,9 @@ def provider_app(sim: ProviderSim, timeout_for_lost_acks: float = 30.0) -> Any:
                 status, doc = {"ok": (200, {"status": "delivered"}),
                                "transient": (503, {"error": "unavailable", "message": "try again"}),
                                "permanent": (422, {"error": "undeliverable", "message": "bad address"})}[outcome]
-                await _answer(send, status, json.dumps(doc).encode())
-                sim.answered(index, time.monotonic() - arrived)  # what it took, not what was configured
+                took = time.monotonic() - arrived  # when the answer left: the caller waited at least this (timed
+                await _answer(send, status, json.dumps(doc).encode())  # after the send, a descheduled server
+                sim.answered(index, took)  # would record more than its caller waited); not what was configured
                 return
         await _answer(send, status, json.dumps(doc).encode())
 

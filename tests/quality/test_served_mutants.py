@@ -83,10 +83,13 @@ def url_run(request: pytest.FixtureRequest) -> tuple[int, str]:
 
 
 def witnessed(out: str, *checks: str) -> None:
-    """A FAIL carries its witness: the operations one of ``checks`` bears on (peakproof.shrink; the suite's runs
-    find it and replay nothing: tests/conftest.py), with its table and its files."""
-    found = re.search(rf"witness of ({'|'.join(checks)}) on .*?: (\d+) operations? \(", out)
-    assert found and int(found.group(2)) >= 1 and ".replay.py" in out[found.start():], excerpt(out)
+    """A FAIL carries its witness (peakproof.shrink; the suite's runs find it and replay nothing:
+    tests/conftest.py), with its table and its files: a witness of one of ``checks``, or of another check the
+    same violating run broke (a run that breaks a preference may break a breaker promise first)."""
+    failed = set(re.findall(r"(\w+): FAIL", out)) | set(checks) | {"property"}  # (its own assertion: the whole run)
+    found = [m for m in re.finditer(r"witness of (\w+) on .*?: (\d+) operations? \(", out) if m.group(1) in failed]
+    assert found and int(found[0].group(2)) >= 1 and ".replay.py" in out[found[0].start():], (
+        re.findall(r"witness of \w+ on [^\n]*", out), excerpt(out))
 
 
 def witnessed_load(doc: dict[str, Any], check: str) -> None:
