@@ -158,3 +158,20 @@ def test_a_notification_sent_before_the_failure_was_heard_may_have_waited_in_a_q
                                   push_goes_down() + queued, breaker_window=WINDOW, breaker_min_failures=FAILURES,
                                   answer_timeout=TIMEOUT, breaker_cool_down=COOL_DOWN)
         assert [d.ended for d in breaker_opens_when_due(a).due] == [ended], (at_sent, breaker_opens_when_due(a))
+
+
+def test_a_target_slow_to_answer_the_harness_just_then_is_judged_only_after_that_delay() -> None:
+    # push fell due at 0.15 s; the first calls through it at 1.5 s and 1.7 s break it on a target that
+    # answered at once, but one that took 1.8 s to answer a notify sent at 0.2 s may have heard the
+    # failures as late: what it let through before then says nothing of its breaker
+    calls = push_goes_down() + later("push", [1.5, 1.7]) + [call(3.2, "sms", "ok", "skipped")]
+    quick = breaker_opens_when_due(analysis(calls))
+    assert quick.valid is False and "2 of 3 first calls" in quick.first_violation, quick
+    slow_notify = Op("client", "notify", {"event_id": "slow", "recipient_id": "fan"}, 1, T0 + 0.2, type=OK,
+                     complete_time=T0 + 2.0)
+    a = NotificationsAnalysis([recipient("fan", ["push", "sms", "email"]), slow_notify], calls,
+                              breaker_window=WINDOW, breaker_min_failures=FAILURES, answer_timeout=TIMEOUT,
+                              breaker_cool_down=COOL_DOWN)
+    slow = breaker_opens_when_due(a)
+    assert slow.valid is True and slow.due[0].ended == "held", slow
+    assert "1.80 s the target took to answer the harness" in slow.due[0].detail, slow.due[0]

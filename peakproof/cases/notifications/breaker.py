@@ -397,6 +397,17 @@ def _first_calls_preferring(a: NotificationsAnalysis,
     return cache[channel]
 
 
+TARGET_OPERATIONS = ("put_recipient", "notify", "get_notification")
+
+
+def target_stall(a: NotificationsAnalysis, since: float, until: float) -> float:
+    """The longest the target took to answer one of the harness's operations in flight between
+    ``since`` and ``until`` (0 when none was): how late it may have heard what happened then."""
+    return max((op.complete_time - op.invoke_time for op in a.ops
+                if op.f in TARGET_OPERATIONS and op.done and op.invoke_time < until
+                and op.complete_time > since), default=0.0)
+
+
 def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tuple[Due, list[dict[str, Any]]]:
     """How one due opening ended, and the first calls that went through it. The breaker must skip the
     channel from when the target had surely heard the failure and decided anew (:data:`HEARD_LATE` and
@@ -409,6 +420,10 @@ def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tupl
     through in that time are the violation: one may be such a probe."""
     due, why, cd = opening.at, opening.why, a.breaker_cool_down
     start, end = due + max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * cd)), due + cd - 0.1
+    # A target that was slow to answer the harness just then (short of CPU, a flood on its loop) was as slow
+    # to hear the providers' answers: the time it took is added before anything is judged.
+    stall = target_stall(a, due, start)
+    start += stall
     # Answers to the calls made before that (in flight when it opened, a retry after an unknown outcome) close
     # nothing; an answer to a possible probe may have.
     probes = [(h, arrived) for h, arrived, kind in a._heard.get(channel, [])
@@ -423,15 +438,17 @@ def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tupl
     if probes:
         end = min(end, min(probes)[0])
     if end - start <= 0:
+        slow = f" and the target's {stall:.2f} s answer then" if stall > 0.05 else ""
         return Due(what, due, "undecided", f"no time to judge: the stated cool-down ({cd:g} s) is within the "
-                                            f"clocks' slack"), []
+                                            f"clocks' slack{slow}"), []
     firsts = _first_calls_preferring(a, channel)
     ats = [at for at, _, _, _ in firsts]
     window = [(went, c) for _, went, c, sent in firsts[bisect.bisect_right(ats, start):bisect.bisect_left(ats, end)]
               if sent >= due + HEARD_LATE or sent == float("-inf")]
     through = [c for went, c in window if went]
     skipped = len(window) - len(through)
-    span = f"between +{start - due:.2f} s and +{end - due:.2f} s"
+    span = f"between +{start - due:.2f} s and +{end - due:.2f} s" + (
+        f" (its start later by the {stall:.2f} s the target took to answer the harness then)" if stall > 0.05 else "")
     if len(through) >= 2:
         first = through[0]
         return Due(what, due, "violated", f"{len(through)} of {len(window)} first calls of recipients who prefer "
