@@ -36,7 +36,6 @@ from peakproof.cases.feed import CASE, FeedAnalysis, FeedWorkload
 from peakproof.cases.feed.workload import SMALL_GRAPH, graph_unfit
 from peakproof.cases.feed.faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
 from peakproof.cases.feed.lag import POLLS_PER_WINDOW
-from peakproof.cases.feed.case import rules_of
 from peakproof.cases.feed.report import FeedObserved, judge_feed
 from peakproof.checks import CheckResult
 from peakproof.errors import SetupFailed
@@ -44,7 +43,7 @@ from peakproof.history import OK, History
 from peakproof.load.engine import OpenModelUser, ScenarioShape
 from peakproof.load.scenario import Arrival, Calibration, Context, Handler, Scenario, scenario
 from peakproof.report import Chart
-from peakproof.spec import RunSpec
+from peakproof.run import Run
 
 __all__ = ["OpenModelUser", "ScenarioShape", "FeedPeak", "FeedSlowConsumer", "FeedShardDown", "FeedCalibrate"]
 
@@ -75,8 +74,9 @@ class FeedPeak(Scenario):
     watch_windows = WATCH_WINDOWS
     g2_judged = True  # G2 is judged (a fault meant to break it shows it instead)
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         self.run_id = ""
         self.seconds = float(spec.duration or 30.0)
         self.work = FeedWorkload(spec.number_scale, spec.number_time_scale, spec.seed)
@@ -306,7 +306,7 @@ class FeedPeak(Scenario):
                             max(100, round(self.work.population * PRELOAD_PER_USER)), g2_judged=self.g2_judged)
 
     def judge(self, history: History) -> tuple[list[CheckResult], list[Chart], dict[str, Any]]:
-        return judge_feed(history, self.observed(), self.fault_checks, rules=rules_of(self.spec))
+        return judge_feed(history, self.observed(), self.fault_checks, rules=self.run.rules())
 
     def fault_checks(self, history: History, analysis: FeedAnalysis, lags: list[dict[str, Any]],
                      t0: float) -> list[CheckResult]:
@@ -373,9 +373,8 @@ def load_graph(sc: Scenario, d: Any, pairs: list[tuple[str, str]]) -> None:
     unfit = graph_unfit(len(pairs), sc.spec.number_scale, sc.waived("bulk_graph"))
     if unfit:
         from peakproof.capabilities import CapabilityMissing
-        from peakproof.cases import get_case
 
-        raise CapabilityMissing(get_case(sc.case).capability("bulk_graph"), unfit, driver=f"the driver {sc.spec.driver}")
+        raise CapabilityMissing(sc.run.case.capability("bulk_graph"), unfit, driver=f"the driver {sc.spec.driver}")
     if len(pairs) > SMALL_GRAPH:
         print(f"feed: loading the graph one follow at a time (--without bulk_graph): {len(pairs):,} follows, "
               f"32 at once", flush=True)

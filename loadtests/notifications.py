@@ -30,7 +30,6 @@ from peakproof.arrivals import arrival_times, constant
 from peakproof.capabilities import CapabilityMissing
 from peakproof.checks import CheckResult
 from peakproof.cases.notifications import CASE, NotificationsAnalysis, Providers, peak_minute, provider_record
-from peakproof.cases.notifications.case import rules_of
 from peakproof.cases.notifications.report import judge_notifications
 from peakproof.cases.notifications.workload import addressed_for_run
 from peakproof.errors import SetupFailed, UsageError
@@ -38,7 +37,7 @@ from peakproof.history import FAIL, OK, History
 from peakproof.load.engine import OpenModelUser, ScenarioShape
 from peakproof.load.scenario import Arrival, Calibration, Context, Handler, Scenario, scenario, set_up_each
 from peakproof.report import Chart
-from peakproof.spec import RunSpec
+from peakproof.run import Run
 
 __all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak", "NotificationsPushDown", "NotificationsAckLost",
            "NotificationsReminderFlood", "NotificationsCalibrate"]
@@ -101,11 +100,12 @@ class NotificationsPeak(Scenario):
     # that held while its count stayed 0 was never put to the test: unknown, never a pass.
     exercises: tuple[tuple[str, str, Callable[[NotificationsAnalysis], int]], ...] = DEAD_EVERYWHERE
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         self.provider_url = spec.opt("provider_url", "")
         # the target's rules as the spec resolved them (the seed's rounds shrunk like the scenario's time)
-        self.rules = rules_of(spec)
+        self.rules = run.rules()
         self.backoff = self.rules.backoff
         self.seconds = float(spec.duration or 60.0)
         self.set_rate(CASE.peak_rate() * spec.number_scale * self.rate_factor)

@@ -28,7 +28,7 @@ from peakproof.history import INFO, OK, History, Op
 from peakproof.load.engine import OpenModelUser, ScenarioShape
 from peakproof.load.scenario import Arrival, Calibration, Context, Handler, Scenario, scenario
 from peakproof.report import Chart
-from peakproof.spec import RunSpec
+from peakproof.run import Run
 from peakproof.arrivals import arrival_times, constant
 
 __all__ = ["OpenModelUser", "ScenarioShape", "TicketsOpening", "TicketsSoldOut", "TicketsLeaseFaults",
@@ -76,8 +76,9 @@ class TicketsOpening(Scenario):
     description = "Case T: 200,000 reservations in 10 s on a 5,000 quota, then the hold window"
     default_slos = ["reserve:p99<=100ms"]
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         base = OpeningWorkload()
         scale = spec.number_scale
         # a quota of a few items leaves holds too few for every check to get its chances (a late confirm, a
@@ -264,8 +265,9 @@ class TicketsSoldOut(Scenario):
     description = "Case T's sold-out path: constant-rate reservations on an empty quota"
     default_slos = ["reserve:p99<=100ms"]
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         self.rate = CASE.peak_rate() * spec.number_scale
         self.seconds = float(spec.duration or 10.0)
         self.quota_id = ""
@@ -327,8 +329,9 @@ class TicketsLeaseFaults(TicketsOpening):
     CONFIRM_SHARE = 0.05  # each confirm is a write of its own: the lock must stay the reservations' bottleneck
     DECISION_LIMIT = 0.1  # s, the seed's decision time, judged outside the faults' windows
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         self.lease = float(spec.opt("lease_seconds", 2.0))
         # While a lease holds the row, every request in the meantime stays in flight: the rate is
         # capped so that they fit the generator's pool (or arrivals would be dropped for it)

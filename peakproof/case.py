@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from .errors import UsageError
 from .spec import RunSpec
@@ -38,6 +38,13 @@ def shipped_file(what: str, name: str) -> Path:
     raise UsageError(what, f"{what}/{name} in the current directory or in the installed package (peakproof.{what})",
                      f"neither ({Path.cwd()})", "Reinstall peakproof (pip install peakproof): its wheel carries "
                                                 "the scenarios and the properties.")
+
+
+class CaseDrivers(NamedTuple):
+    """A case package's drivers, as its face names them: ``PROTOCOL``, ``IN_PROCESS``, ``OVER_HTTP``."""
+    protocol: type
+    in_process: type
+    over_http: type
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,9 @@ class Case:
     # the case's defaults that depend on other options (the notifications' rounds shrink with the time scale)
     resolve: Callable[["RunSpec"], "RunSpec"] | None = None
     # what a target states it does (the notifications' delivery rules, the tickets' release lag), which its
-    # checks judge by: an object with describe() -> {rule: value}, listed in every verdict
-    rules: Callable[["RunSpec"], Any] | None = None
+    # checks judge by: an object with describe() -> {rule: value}, listed in every verdict; given the run's
+    # spec and its driver class (a driver may state rules of its own: the tickets' tolerance)
+    rules: Callable[["RunSpec", type], Any] | None = None
     # gives a built driver the rules the user stated (the tickets' driver.tolerance): build_driver calls it
     bind_rules: Callable[[Any, "RunSpec"], None] | None = None
     # ``peakproof serve`` flags (as keyword options of ServedTarget) of the embedded reference for a run
@@ -92,6 +100,9 @@ class Case:
     contract_app: Callable[[Path], tuple[Any, dict[str, str], Callable[[], None]]] | None = None
     # the case's own keywords for a driver's constructor (the notifications' provider_url)
     driver_options: Callable[["RunSpec"], dict[str, Any]] = lambda spec: {}
+    # its package's drivers: set by the registry as it reads the package (a case's record never imports its
+    # own package back: the package imports it)
+    drivers: CaseDrivers | None = None
 
     def capability(self, name: str) -> "Capability":
         return next(c for c in self.capabilities if c.name == name)
@@ -117,14 +128,6 @@ class Case:
             return None
         path = Path(package.__file__ or "").with_name("openapi.json")
         return path if path.exists() else None
-
-    def stated_rules(self, spec: "RunSpec") -> dict[str, Any]:
-        """The rules the checks judge ``spec``'s target by, as every verdict lists them ({} for none)."""
-        return dict(self.rules(spec).describe()) if self.rules else {}
-
-    def module(self) -> Any:
-        """The case package (``PROTOCOL``, ``IN_PROCESS``, ``OVER_HTTP``)."""
-        return importlib.import_module(self.package)
 
     def model_module(self) -> Any:
         return importlib.import_module(self.model) if self.model else None

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from .cases import all_cases, all_options, get_case
+from .cases import all_cases, all_options, get_case, run_of
 from .errors import PeakproofError, UsageError
 from .options import PLAN, RUN, SERVE, SHARED, Option, add_options
 
@@ -155,24 +154,22 @@ def _add_driver_parser(sub: Any, cases: dict[str, Any]) -> None:
 
 def _driver_command(args: argparse.Namespace) -> int:
     from .drivertool import operations_doc, run_check, skeleton, update_docs
-    from .spec import RunSpec
 
     if args.action == "docs":
-        names = args.case or list(all_cases())
-        for n in names:
-            get_case(n)  # an unknown name is a usage error naming the cases there are
+        # an unknown name is a usage error naming the cases there are
+        cases = [get_case(n) for n in args.case] if args.case else list(all_cases().values())
         if not args.write:
-            print("\n\n".join(operations_doc(n) for n in names))
+            print("\n\n".join(operations_doc(c) for c in cases))
             return 0
         try:
-            changed = update_docs(args.write, names)
+            changed = update_docs(args.write, cases)
         except (OSError, ValueError) as e:
             raise UsageError("--write", "a markdown file with a generated region per case", args.write, str(e))
         print(f"peakproof: {args.write}: " + (f"rewrote the tables of {', '.join(changed)}" if changed else
                                               "every table already current"), file=sys.stderr)
         return 0
     if args.action == "new":
-        text = skeleton(args.case)
+        text = skeleton(get_case(args.case))
         if args.output:
             out = Path(args.output)
             if out.exists():
@@ -187,7 +184,7 @@ def _driver_command(args: argparse.Namespace) -> int:
     if not args.target_url:
         raise UsageError("--target-url", "your service's base URL", None, "driver check calls it.")
     spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None), embedded=False))
-    return run_check(spec)
+    return run_check(run_of(spec))
 
 
 def _add_models_parser(sub: Any, cases: dict[str, Any]) -> None:
@@ -263,7 +260,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 def run_spec(args: argparse.Namespace) -> Any:
     """``peakproof run``'s command line, parsed once into the run's spec."""
-    from .spec import RunSpec
 
     case = get_case(args.case)
     processes = args.processes
@@ -274,9 +270,6 @@ def run_spec(args: argparse.Namespace) -> Any:
         processes = auto_processes(usable_cores(), not args.target_url or on_loopback(args.target_url))
     spec = case.spec_from(lambda name: getattr(args, name, None), processes=processes,
                                 embedded=not args.target_url)
-    from .driver import check_driver
-
-    check_driver(spec)  # a driver that cannot be loaded is a usage error, said before any stage starts
     return case.resolved(spec, calibrates=True)
 
 
@@ -308,10 +301,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from .plan import plan_command
 
-            return plan_command(args)
+            return plan_command(args, get_case(args.case))
         from .runner import run
 
-        return run(run_spec(args))
+        # the process's run record, built once: a driver that cannot be loaded is said before any stage starts
+        return run(run_of(run_spec(args)))
     except UsageError as e:  # the user's to fix: its own code, never mistaken for INCONCLUSIVE
         print(f"peakproof: {e}", file=sys.stderr)
         return USAGE_EXIT

@@ -379,20 +379,6 @@ def _unaccepted(protocol: type, cls: type, name: str) -> list[str]:
     return [n for n in want if n != "self" and n not in have]
 
 
-def check_driver(spec: Any) -> None:
-    """A ``--driver`` that cannot be loaded (or has no URL to drive) is a usage error, said before any
-    stage starts: every entry point calls this first."""
-    from .cases import get_case
-    from .errors import UsageError
-
-    if not spec.driver:
-        return
-    if not spec.target_url:
-        raise UsageError("--driver", "a --target-url to drive (the embedded reference speaks the contract)", None,
-                         "Give your service's URL with --target-url.")
-    driver_class(spec.driver, get_case(spec.case).module().PROTOCOL)
-
-
 def operations(protocol: type) -> list[str]:
     """The methods a protocol names (its operations), in their order of declaration."""
     return [m for m in vars(protocol) if not m.startswith("_") and callable(vars(protocol)[m])]
@@ -417,30 +403,6 @@ def construct(cls: type, base_url: str, **keywords: Any) -> Any:
     except TypeError as e:
         raise DriverSpecError("--driver", "a class built as Cls(base_url, history=..., transport=..., timeout=..., "
                               "admin_token=...)", cls.__name__, f"Building it failed: {e}.") from None
-
-
-def load_driver(spec: str, protocol: type, base_url: str, **keywords: Any) -> Any:
-    """The user's driver class (``module:Class``) built for ``base_url``."""
-    return construct(driver_class(spec, protocol), base_url, **keywords)
-
-
-def build_driver(spec: Any, *, history: History | None = None, transport: Transport | None = None,
-                 timeout: float | None = None, **extra: Any) -> Any:
-    """The run's driver for ``spec.target_url``: the user's ``--driver`` class, or the case's HTTP
-    driver of its contract. The one place every stage (scenario, calibration, probe, property)
-    builds a driver: the run's history, transport and timeout go to it."""
-    from .cases import get_case
-
-    case = get_case(spec.case)
-    module = case.module()
-    keywords = {"history": history, "transport": transport,
-                "timeout": spec.request_timeout if timeout is None else timeout,
-                "admin_token": spec.admin_token, "token": spec.token, **case.driver_options(spec), **extra}
-    cls = driver_class(spec.driver, module.PROTOCOL) if spec.driver else module.OVER_HTTP
-    driver = construct(cls, spec.target_url or "", **keywords)
-    if case.bind_rules is not None:
-        case.bind_rules(driver, spec)
-    return driver
 
 
 def translate(doc: Any, fields: dict[str, Any], *, at: str = "") -> dict[str, Any]:
@@ -473,5 +435,5 @@ def is_side(op: Op) -> bool:
     return op.process == SIDE
 
 
-__all__ = ["SIDE", "InProcessDriver", "HttpDriver", "Operation", "Failed", "IdStore", "ErrorMap", "is_side", "load_driver", "driver_class",
-           "build_driver", "check_driver", "construct", "operations", "translate", "dig", "FAIL", "INFO", "OK"]
+__all__ = ["SIDE", "InProcessDriver", "HttpDriver", "Operation", "Failed", "IdStore", "ErrorMap", "is_side", "driver_class",
+           "construct", "operations", "translate", "dig", "FAIL", "INFO", "OK"]

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .capabilities import offers
-from .cases import get_case
-from .driver import build_driver, driver_class, operations
+from .case import Case, CaseDrivers
+from .driver import operations
 from .errors import UsageError
 from .history import OK, Op
-from .spec import RunSpec
+from .run import Run
 
 
 @dataclass
@@ -49,21 +49,27 @@ class Step:
         return out
 
 
+def _drivers(case: Case) -> CaseDrivers:
+    if case.drivers is None:
+        raise UsageError(f"case {case.name}", "a case read by the registry (its package's drivers)", None)
+    return case.drivers
+
+
 def _brief(value: Any, limit: int = 400) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def checkup(case: str) -> Any:
+def checkup(case: Case) -> Any:
     """The case's ``checkup`` module (its ``OPERATIONS`` table and ``steps``); a case without one
     is a usage error naming the module to write."""
-    package = get_case(case).package
+    package = case.package
     try:
         return importlib.import_module(f"{package}.checkup")
     except ModuleNotFoundError as e:
         if e.name != f"{package}.checkup":
             raise
-        raise UsageError("case", f"a case with a {package}.checkup module (OPERATIONS, steps)", case,
+        raise UsageError("case", f"a case with a {package}.checkup module (OPERATIONS, steps)", case.name,
                          "driver new / check / docs read its operations from it: see peakproof/cases/tickets/"
                          "checkup.py") from None
 
@@ -92,16 +98,15 @@ def recorded_right(op: Op | None, args: dict[str, tuple[str, ...]], values: dict
     return problems
 
 
-def run_check(spec: RunSpec, write: Callable[[str], None] = print) -> int:
+def run_check(run: Run, write: Callable[[str], None] = print) -> int:
     """Every operation and capability once; 0 when each answered as the harness needs, else 1."""
-    case = get_case(spec.case)
-    module = case.module()
-    cls = driver_class(spec.driver, module.PROTOCOL) if spec.driver else module.OVER_HTTP
-    ck = checkup(spec.case)
+    case, spec = run.case, run.spec
+    drivers = _drivers(case)
+    ck = checkup(case)
     write(f"peakproof driver check {spec.case}: {spec.driver or 'the contract driver'} against {spec.target_url}")
-    write(f"  operations: {', '.join(o for o in operations(module.PROTOCOL) if o not in ('now', 'advance'))}")
-    d = build_driver(spec)
-    for rule, value in case.stated_rules(spec).items():  # what the run's checks will judge by
+    write(f"  operations: {', '.join(o for o in operations(drivers.protocol) if o not in ('now', 'advance'))}")
+    d = run.build_driver()
+    for rule, value in run.stated_rules().items():  # what the run's checks will judge by
         write(f"  rule: {rule}: {value}")
     for cap in case.capabilities:
         left = f"; undecided without it: {', '.join(cap.checks)}" if cap.checks else ""
@@ -138,14 +143,13 @@ def run_check(spec: RunSpec, write: Callable[[str], None] = print) -> int:
 # -- the skeleton ----------------------------------------------------------------------------
 
 
-def skeleton(case_name: str) -> str:
-    """A commented driver for ``case_name``: every operation, every capability (optional), the
+def skeleton(case: Case) -> str:
+    """A commented driver for ``case``: every operation, every capability (optional), the
     argument names the checks read, and what each value must hold."""
-    case = get_case(case_name)
-    module = case.module()
-    ck = checkup(case_name)
+    case_name, module = case.name, _drivers(case)
+    ck = checkup(case)
     cls_name = "My" + case_name.title().replace("_", "")
-    ops = [o for o in operations(module.PROTOCOL) if o not in ("now", "advance")]
+    ops = [o for o in operations(module.protocol) if o not in ("now", "advance")]
     out = [f'"""A peakproof driver for my {case_name} service (docs/drivers.md says what each method must return).',
            "",
            f"Check it: peakproof driver check {case_name} --driver THIS_FILE.py:{cls_name} --target-url URL",
@@ -178,10 +182,10 @@ def skeleton(case_name: str) -> str:
            "    def auth_headers(self, token: str) -> dict[str, str]:",
            "        return {\"Authorization\": f\"Bearer {token}\"}  # e.g. f\"Token {token}\", or {\"X-Api-Key\": token}"]
     for name in ops:
-        out += _method(module.PROTOCOL, name, ck, optional=None)
+        out += _method(module.protocol, name, ck, optional=None)
     for cap in case.capabilities:
         for name in cap.methods:
-            out += _method(module.OVER_HTTP, name, ck, optional=cap)
+            out += _method(module.over_http, name, ck, optional=cap)
     out += ["", "", "# The value parsers: your JSON -> the values the checks read ({ours: your field's dotted path, or",
             "# (path, {your word: ours}) / (path, a function) to convert it). A wrong shape raises: the op is info."]
     hints = getattr(ck, "PARSER_HINTS", {})
@@ -253,16 +257,15 @@ BEGIN = "<!-- generated: peakproof driver docs {case}"
 END = "<!-- end generated -->"
 
 
-def operations_doc(case_name: str) -> str:
-    """The docs' table of ``case_name``'s operations, from its ``OPERATIONS`` (what each must do and
+def operations_doc(case: Case) -> str:
+    """The docs' table of ``case``'s operations, from its ``OPERATIONS`` (what each must do and
     return, the names it records) and its protocol (the signatures, which are load operations)."""
-    case = get_case(case_name)
-    module = case.module()
+    case_name, module = case.name, _drivers(case)
     rows = ["| method | recorded as (the checks read these names) | what it must do | value when ok |",
             "|---|---|---|---|"]
     load = []
-    for spec in checkup(case_name).OPERATIONS:
-        source = module.PROTOCOL if spec.capability is None else module.OVER_HTTP
+    for spec in checkup(case).OPERATIONS:
+        source = module.protocol if spec.capability is None else module.over_http
         sig = _signature(source, spec.name)
         if sig is not None and "intended_time" in sig.parameters:
             load.append(spec.name)
@@ -279,20 +282,21 @@ def operations_doc(case_name: str) -> str:
                       + ", ".join(f"`{n}`" for n in load) + ".", END])
 
 
-def update_docs(path: str | Path, cases: Iterable[str]) -> list[str]:
+def update_docs(path: str | Path, cases: Iterable[Case]) -> list[str]:
     """Rewrite each case's generated region of ``path`` in place; the cases whose region changed.
     A case whose region is missing is an error naming the marker to add."""
     p = Path(path)
     text = p.read_text(encoding="utf-8")
     changed = []
-    for name in cases:
+    for case in cases:
+        name = case.name
         marker = BEGIN.format(case=name)
         start = text.find(marker + " ")
         end = text.find(END, start)
         if start < 0 or end < 0:
             raise ValueError(f"{p} has no region for {name}: expected a line starting {marker!r} and, after it, "
                              f"{END!r}; add the two lines where the table belongs and run this again")
-        new = operations_doc(name)
+        new = operations_doc(case)
         if text[start:end + len(END)] != new:
             text = text[:start] + new + text[end + len(END):]
             changed.append(name)

@@ -10,11 +10,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import requests
 
 from .errors import TargetError
+from .options import SHARED
+
+if TYPE_CHECKING:
+    from .case import Case
 
 
 def servable() -> dict[str, str]:
@@ -78,12 +82,18 @@ class ServedTarget:
     GIL and can be killed and restarted on the same database (``restart()``).
     """
 
-    def __init__(self, case: str = "tickets", *, port: int | None = None, db: str | Path | None = None,
+    def __init__(self, case: "Case | str" = "tickets", *, port: int | None = None, db: str | Path | None = None,
                  extra: Sequence[str] = (), startup_timeout: float = 20.0, **options: object) -> None:
-        paths = servable()
-        if case not in paths:
-            raise TargetError(f"no reference target {case!r}; expected one of {', '.join(paths)}")
-        self.path = paths[case]
+        # A run hands over its case object; a name ("providers", or a case's, from a test or a user's script: their
+        # own entry point) is looked up here.
+        if isinstance(case, str):
+            paths = servable()
+            if case not in paths:
+                raise TargetError(f"no reference target {case!r}; expected one of {', '.join(paths)}")
+            self.path, self._flags = paths[case], None
+        else:
+            self.path, self._flags = case.path, {o.name: o.cli_flag for o in (*SHARED, *case.options)}
+            case = case.name
         self.case = case
         self.port = port or free_port()
         self._tmp = None
@@ -108,7 +118,7 @@ class ServedTarget:
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "peakproof", "serve", self.case, "--host", "127.0.0.1",
                "--port", str(self.port), "--db", str(self.db)]
-        flags = _flags()
+        flags = self._flags if self._flags is not None else _flags()
         for k, v in self.options.items():
             if v is not None:
                 cmd += [flags.get(k, f"--{k.replace('_', '-')}"), str(v)]

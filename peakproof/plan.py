@@ -24,7 +24,6 @@ from typing import Any
 from .calibrate import CalibrationResult, climb
 from .placement import Placement, auto_processes, pin, place, usable_cores
 from .case import Case
-from .cases import get_case
 from .launch import ServedTarget
 
 
@@ -111,20 +110,18 @@ def render(plan: Plan, url: str | None, cal: CalibrationResult) -> str:
     return "\n".join(out)
 
 
-def plan_command(args: argparse.Namespace) -> int:
+def plan_command(args: argparse.Namespace, case: Case) -> int:
     import tempfile
 
     from .placement import on_loopback
-    from .spec import RunSpec
 
-    case = get_case(args.case)
     if not case.calibration:
         print(f"peakproof plan: {case.name} has no calibration scenario", file=sys.stderr)
         return 2
     spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None)))
-    from .driver import check_driver
+    from .run import Run
 
-    check_driver(spec)
+    Run.of(spec, case)  # a driver that cannot be loaded is a usage error, said before anything runs
     with ExitStack() as stack:
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-plan-"))
         url = spec.target_url
@@ -138,7 +135,7 @@ def plan_command(args: argparse.Namespace) -> int:
         # the generator's limit, against the embedded reference as light as it goes (notifications: accepts
         # only, no delivery) on the last core, never against the URL: a ladder well past the peak would only
         # bury a small staging box. The same ladder as peakproof run's calibration, so both print one figure
-        served = stack.enter_context(ServedTarget(case.name, **case.light_options()))
+        served = stack.enter_context(ServedTarget(case, **case.light_options()))
         pin(served.proc.pid if served.proc else None, _placed().target_cores)
         cal = climb(case, spec.with_options(target_url=served.url), Path(work), latency=False, pin=_generator_core())
     plan = make_plan(case, cal, target_local=target_local, pool_size=spec.pool_size)

@@ -24,14 +24,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from .cases import all_cases, get_case
+from .cases import all_cases, get_case, run_of
 from .checks import pop_tally, push_tally
-from .driver import build_driver
 from .history import History
 from .launch import ServedTarget
 from .options import PYTEST, add_options
 from .pytest_session import (NOT_EXERCISED_EXIT, PropertiesSession, properties_result, session_of,  # noqa: F401
                              waived_checks)
+from .run import Run
 from .spec import RunSpec
 
 
@@ -55,6 +55,16 @@ class Target:
     spec: RunSpec | None = None  # the run's spec: the driver, its timeout, --without, the case's own options
     # where what the properties could not decide is recorded (the pytest session's); None: nowhere
     session: "PropertiesSession | None" = field(default=None, repr=False, compare=False)
+    # the run record the session built once (its case, its driver class); None: built when first asked
+    run_record: Run | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def run(self) -> Run:
+        """This target's run record: the session's, built at its start; a Target a test module builds by
+        hand is its own entry point, and gets one built from its options when first asked."""
+        if self.run_record is None:
+            self.run_record = run_of(self.run_spec())
+        return self.run_record
 
     @property
     def in_process(self) -> bool:
@@ -63,13 +73,13 @@ class Target:
     def new_driver(self, history: History | None = None, **in_process_options: Any) -> Any:
         """A fresh driver: in process, a new reference core (``in_process_options`` go to it);
         over a URL, a driver of that URL recording into ``history``."""
-        module = get_case(self.case).module()
         if self.in_process:
             options = {**self.in_process_options, **in_process_options}
             if self.policy:
                 options.setdefault("policy", self.policy)
-            return module.IN_PROCESS(history=history, **options)
-        driver = build_driver(self.run_spec(), history=history)
+            assert self.run.case.drivers is not None  # a registered case's
+            return self.run.case.drivers.in_process(history=history, **options)
+        driver = self.run.with_spec(self.run_spec()).build_driver(history=history)
         if self.session is not None:  # a property that fails leaves its histories to be replayed (peakproof.replay)
             self.session.note_history(self, driver.history)
         return driver
@@ -77,7 +87,7 @@ class Target:
     def run_spec(self) -> RunSpec:
         """The spec a driver of this URL is built from (the session's, else one from the target's options)."""
         spec = self.spec or RunSpec(case=self.case, target_url=self.url, admin_token=self.admin_token,
-                                    driver=self.driver_spec,
+                                    driver=self.driver_spec if self.url else None,
                                     case_options={"provider_url": self.provider_url} if self.provider_url else {})
         return spec.with_options(target_url=self.url)
 
@@ -95,8 +105,7 @@ class Target:
         """Does ``driver`` offer the case's ``capability`` (and the user did not disown it)?"""
         from .capabilities import offers
 
-        return capability not in self.without and offers(driver, get_case(self.case).capability(capability),
-                                                         self.spec)
+        return capability not in self.without and offers(driver, self.run.case.capability(capability), self.spec)
 
     def require(self, driver: Any, capability: str, op: Any = None) -> None:
         """Skip the property, recording why, when ``driver`` lacks ``capability`` (or ``op``, its
@@ -104,7 +113,7 @@ class Target:
         with ``--without``, a listed waiver."""
         from .capabilities import no_route
 
-        cap = get_case(self.case).capability(capability)
+        cap = self.run.case.capability(capability)
         if capability in self.without:
             self._session.waived.add(capability)
             pytest.skip(f"waived: --without {capability} (the target has no {cap.what})")
@@ -131,29 +140,24 @@ class Target:
 
     @classmethod
     def from_spec(cls, spec: RunSpec, session: "PropertiesSession | None" = None) -> "Target":
-        case = get_case(spec.case)
-        try:
-            rules = case.rules(spec) if case.rules else None
-        except ValueError as e:
-            raise pytest.UsageError(str(e)) from None
-        if spec.target_url and rules is not None and session is not None:  # the rules a URL verdict holds under
-            session.rules[case.name] = dict(rules.describe())
-        if spec.driver and spec.target_url:
-            from .driver import driver_class
-            from .errors import UsageError
-
-            try:  # a bad --driver is the user's error, said once, before any property runs
-                driver_class(spec.driver, case.module().PROTOCOL)
-            except UsageError as e:
-                raise pytest.UsageError(str(e)) from None
+        """The session's target of ``spec``'s case, its run record built here once (a bad ``--driver`` is the
+        user's error, said before any property runs; in process a ``--driver`` drives nothing)."""
         from .errors import UsageError
 
+        def driving(sp: RunSpec) -> RunSpec:
+            return sp if sp.target_url else sp.with_options(driver=None)
+
         try:
-            spec = case.resolved(spec)
+            stated = driving(spec)  # the rules as the user stated them (the properties' own time, not a load's)
+            spec = get_case(spec.case).resolved(spec)
+            run = run_of(driving(spec))
+            rules = run.with_spec(stated).rules()
         except (ValueError, UsageError) as e:
             raise pytest.UsageError(str(e)) from None
+        if spec.target_url and rules is not None and session is not None:  # the rules a URL verdict holds under
+            session.rules[run.case.name] = dict(rules.describe())
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
-                   rules, spec=spec, session=session)
+                   rules, spec=spec, session=session, run_record=run)
 
 
 def announce(config: pytest.Config, text: str) -> None:

@@ -342,19 +342,20 @@ def reproduce_kept(kept: list[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     started = time.monotonic()
     for target, violation in kept:
-        hooks = hooks_for(target.case)
+        hooks = hooks_for(target.run.case)
         if hooks is None:
             continue
         spec = target.run_spec()
+        run = target.run.with_spec(spec)
         stem = f"properties-{target.case}-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
             failed = [r for r in hooks.checks(target.new_driver(History(time.time)), violation.ops, spec)
                       if r.valid is False]
             left = max(0.0, spec.replay_seconds - (time.monotonic() - started))
-            found = reproduce(target.case, spec, violation.ops, failed, seconds=left, directory=spec.report_dir,
-                              stem=stem) if failed else [property_witness(spec, violation, stem)]
+            found = reproduce(run, violation.ops, failed, seconds=left, directory=spec.report_dir,
+                              stem=stem) if failed else [property_witness(run, violation, stem)]
         except Exception as e:  # noqa: BLE001 - the verdict stands; its reproduction is lost, and said so
-            found = [property_witness(spec, violation, stem, f"its checks or its replay raised {type(e).__name__}: "
+            found = [property_witness(run, violation, stem, f"its checks or its replay raised {type(e).__name__}: "
                                                               f"{e}"[:300])]
         out += [w.to_json() for w in found]
         _report(target, spec, violation, found, stem)

@@ -17,12 +17,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .checks import CheckResult
 from .driver import SIDE
 from .history import OK, History, Op
 from .witness import CaseWitness, Step, Witness, curl_line
+
+if TYPE_CHECKING:
+    from .case import Case
+    from .run import Run
 
 NEED = (2, 4)  # a shrink candidate must fail again in 2 of 4 tries
 TRIES = 10  # the final estimate
@@ -80,10 +84,11 @@ class Recording:
 class Replayer:
     """Sends steps to a target through the run's driver and judges each try by the case's check."""
 
-    def __init__(self, hooks: CaseWitness, spec: Any, check: str, state: dict[str, Any] | None = None) -> None:
+    def __init__(self, hooks: CaseWitness, run: "Run", check: str, state: dict[str, Any] | None = None) -> None:
+        spec = run.spec
         self.hooks, self.spec, self.check, self.timeout = hooks, spec, check, spec.request_timeout
         self.state = state or {}
-        self.make_driver = _driver_factory(spec)
+        self.make_driver = _driver_factory(run)
         self.tries = 0
         self.sequential = False  # the mode the shrink found enough (its candidates are tried so)
         self.stop_at: float | None = None  # time.monotonic() after which a try sends no more steps (its bound)
@@ -293,14 +298,12 @@ def estimate(rep: Replayer, w: Witness, tries: int = TRIES, deadline: float | No
                    last_violation=(last.result.first_violation or "") if last and last.result else "")
 
 
-def hooks_for(case_name: str) -> CaseWitness | None:
+def hooks_for(case: "Case") -> CaseWitness | None:
     """The case's :class:`CaseWitness` (``<case package>.witness.WITNESS``), or None when it has none."""
     import importlib
 
-    from .cases import get_case
-
     try:
-        module = importlib.import_module(get_case(case_name).package + ".witness")
+        module = importlib.import_module(case.package + ".witness")
     except ModuleNotFoundError:
         return None
     return getattr(module, "WITNESS", None)
@@ -332,11 +335,14 @@ def replay_command(doc: Any, args: argparse.Namespace) -> int:
         spec = RunSpec.from_json(w.target.get("spec") or {"case": w.case})
         url = args.target_url or args.url or w.target.get("url") or spec.target_url
         spec = spec.with_options(target_url=url, driver=args.driver or spec.driver)
-        hooks = hooks_for(w.case)
+        from .cases import run_of
+
+        run = run_of(spec)  # this process's run record: the replay's entry point (a script's, or the CLI's)
+        hooks = hooks_for(run.case)
         if hooks is None:
             print(f"peakproof replay: the case {w.case!r} has no witness support", file=sys.stderr)
             return 2
-        rep = Replayer(hooks, spec, w.check, w.state)
+        rep = Replayer(hooks, run, w.check, w.state)
         started = time.monotonic()
         out = estimate(rep, w, max(1, args.tries))
     except PeakproofError as e:
@@ -355,11 +361,9 @@ def replay_command(doc: Any, args: argparse.Namespace) -> int:
     return 2 if out.replay_note.startswith("the target answered no step") else 0
 
 
-def _driver_factory(spec: Any) -> Callable[[History, Any], Any]:
-    from .driver import build_driver
-
+def _driver_factory(run: "Run") -> Callable[[History, Any], Any]:
     def make(history: History, transport: Any) -> Any:
-        return build_driver(spec, history=history, transport=transport)
+        return run.build_driver(history=history, transport=transport)
 
     return make
 

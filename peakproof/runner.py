@@ -37,11 +37,11 @@ from .calibrate import (CLIMBS, CalibrationResult, auto_scale, climb, lowest_sca
 from .placement import Placement, on_loopback, pin, taskset, usable_cores
 from .case import Case
 from . import junit
-from .cases import get_case
 from .checks import CheckResult
 from .errors import UsageError
 from .launch import ServedTarget
 from .machine import conditions_changed, placement_for, tenancy_line
+from .run import Run
 from .spec import RunSpec, StageResult
 from .verdict import Outcome, judge_results, merge_outcomes
 from .witness import Witness
@@ -79,8 +79,9 @@ def _timed(stage: Any, *args: Any) -> Part:
     return part
 
 
-def run(spec: RunSpec) -> int:
-    case = get_case(spec.case)
+def run(record: Run) -> int:
+    """The run ``record`` asks for (its stages, its verdict); the exit code."""
+    case, spec = record.case, record.spec
     started = time.monotonic()
     junit_file, spec = spec.junit, spec.with_options(junit=None)  # the run's file: no stage writes one of its own
     parts: list[Part] = []
@@ -160,7 +161,7 @@ def run(spec: RunSpec) -> int:
           f"target {'the embedded reference' if spec.embedded else spec.target_url})")
     for note in notes:
         print(f"  {note}")
-    for rule, value in case.stated_rules(spec).items():  # and the rules it holds under
+    for rule, value in record.with_spec(spec).stated_rules().items():  # and the rules it holds under
         print(f"  rule: {rule}: {value}")
     if spec.without:  # what the user waived is part of every verdict, PASS included
         from .capabilities import waiver_lines
@@ -189,7 +190,7 @@ def run(spec: RunSpec) -> int:
 def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
     """The embedded reference for this run, served as the spec says."""
     extra = {"admin_token": spec.admin_token} if spec.admin_token else {}
-    return ServedTarget(case.name, policy=spec.policy or case.default_policy,
+    return ServedTarget(case, policy=spec.policy or case.default_policy,
                         **{**extra, **case.served_options(spec), **options})
 
 

@@ -103,7 +103,7 @@ def init(case: Case, where: Path) -> list[Path]:
     """Write the driver skeleton and the two CI files into ``where``; the paths written, in order."""
     from .drivertool import skeleton
 
-    files = {where / "peakproof_driver.py": skeleton(case.name),
+    files = {where / "peakproof_driver.py": skeleton(case),
              where / ".github" / "workflows" / "peakproof.yml": github_workflow(case),
              where / "peakproof.gitlab-ci.yml": gitlab_ci(case)}
     gitlab_root = where / ".gitlab-ci.yml"

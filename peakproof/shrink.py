@@ -17,24 +17,28 @@ import itertools
 import os
 import time
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .checks import CheckResult
 from .history import Op
 from .replay import NEED, TRIES, OutOfTime, Replayer, estimate, hooks_for, steps_of
 from .witness import Step, Witness, write_files
 
+if TYPE_CHECKING:
+    from .run import Run
+
 STOP_GRACE = 5.0  # s past its bound a try may still send (it is judged on what it sent)
 SEQUENTIAL_FIRST = (50, 5.0)  # steps and s of span up to which a witness is first tried one step at a time
 UNKEYED = 200  # operations a witness keeps of a run whose violation names no key (the last before it ended)
 
 
-def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[CheckResult], *,
+def reproduce(run: "Run", history: Sequence[Op], results: list[CheckResult], *,
               seconds: float, directory: str, stem: str, log: Callable[[str], None] = lambda s: None) -> list[Witness]:
-    """A witness for each violated check of ``results``, replayed and shrunk against ``spec``'s target within
+    """A witness for each violated check of ``results``, replayed and shrunk against ``run``'s target within
     ``seconds`` in all (0: found, not replayed); each written next to the report. The stage's history is
     not touched: a replay records in its own."""
-    hooks = hooks_for(case_name)
+    spec = run.spec
+    hooks = hooks_for(run.case)
     failed = [r for r in results if r.valid is False]
     if not failed or hooks is None:
         return []
@@ -61,7 +65,7 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
             w = replace(w, replay_note="no time left for it (--replay-seconds)" if seconds else "--replay-seconds 0")
         else:
             log(f"peakproof: replaying the witness of {r.name} ({w.size} operations, up to {left:.0f} s)")
-            rep = Replayer(hooks, spec, r.name, state)
+            rep = Replayer(hooks, run, r.name, state)
             try:
                 w = shrink(rep, w, left / max(1, len(failed) - len(out)) if len(failed) > 1 else left)
             except Exception as e:  # noqa: BLE001 - a replay that raised: the witness as found, and why
@@ -71,10 +75,11 @@ def reproduce(case_name: str, spec: Any, history: Sequence[Op], results: list[Ch
     return out
 
 
-def property_witness(spec: Any, violation: Any, stem: str, why: str = "") -> Witness:
+def property_witness(run: "Run", violation: Any, stem: str, why: str = "") -> Witness:
     """A property's violation that no check of its history states (an answer the property judged on the
     spot): its whole run as the witness, not replayed (a replay has no check to judge it by)."""
-    hooks = hooks_for(spec.case)
+    spec = run.spec
+    hooks = hooks_for(run.case)
     steps, size = steps_of(violation.ops, hooks.setup if hooks else ())
     w = Witness(spec.case, "property", violation.message.strip().splitlines()[0] if violation.message else "",
                 "the property's run", steps, size, replay_note=why or "the property judged it, not a check of the "

@@ -26,11 +26,16 @@ import os
 import pkgutil
 from typing import TYPE_CHECKING
 
+from dataclasses import replace
+
+from ..case import CaseDrivers
 from ..errors import UsageError
 from ..options import SHARED, Option
+from ..spec import RunSpec
 
 if TYPE_CHECKING:
     from ..case import Case
+    from ..run import Run
 
 _REGISTRY: dict[str, "Case"] = {}
 _FROM: list[str] = []  # the PEAKPROOF_CASES the registry was built with
@@ -63,6 +68,11 @@ def all_cases() -> dict[str, "Case"]:
         case = getattr(module, "CASE", None)
         if case is None:
             raise UsageError(f"case package {name}", "a CASE = peakproof.case.Case(...) in its __init__", None)
+        try:
+            case = replace(case, drivers=CaseDrivers(module.PROTOCOL, module.IN_PROCESS, module.OVER_HTTP))
+        except AttributeError as e:
+            raise UsageError(f"case package {name}", "PROTOCOL, IN_PROCESS and OVER_HTTP named in its __init__ "
+                             "(its driver protocol and its two drivers)", None, f"{e}.") from None
         if case.name in _REGISTRY and _REGISTRY[case.name].package != case.package:
             raise UsageError(f"case package {name}", f"a case name not taken ({case.name!r} is "
                              f"{_REGISTRY[case.name].package}'s)", case.name)
@@ -84,6 +94,14 @@ def get_case(name: str) -> "Case":
         raise UsageError("case", "one of " + ", ".join(cases), name,
                          "A case of your own: name its package in PEAKPROOF_CASES.")
     return cases[name]
+
+
+def run_of(spec: RunSpec) -> "Run":
+    """The run record of ``spec``: its case found by name and its driver resolved, here and only
+    here (each process's entry point calls this once; see :mod:`peakproof.run`)."""
+    from ..run import Run
+
+    return Run.of(spec, get_case(spec.case))
 
 
 def all_options() -> list[Option]:

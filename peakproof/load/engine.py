@@ -28,6 +28,7 @@ import gevent
 from locust import LoadTestShape, User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
+from ..cases import all_options, get_case, run_of
 from ..errors import PeakproofError, TargetError, UsageError
 from ..history import History, merge_histories
 from ..junit import write_scenario
@@ -102,8 +103,6 @@ def _options(parser: Any) -> None:
 
     parser.error = error
     group = parser.add_argument_group("peakproof", "open-model scenarios (peakproof)")
-    from ..cases import all_options
-
     add_options(group, LOCUST, all_options())
     for action in group._group_actions:  # the scenarios the locustfiles registered: the web UI's drop-down
         if action.dest == "scenario":
@@ -117,8 +116,6 @@ def spec_from_options(opts: Any, host: str | None) -> RunSpec:
         if getattr(opts, "result", None):
             spec = spec.with_options(result=opts.result)
         return spec if spec.target_url else spec.with_options(target_url=host)
-    from ..cases import get_case
-
     cls = SCENARIOS[opts.scenario]
     case = get_case(cls.case)
     spec = case.spec_from(_typed(opts),
@@ -131,8 +128,6 @@ def spec_from_options(opts: Any, host: str | None) -> RunSpec:
 def _typed(opts: Any) -> Any:
     """Option values by name, parsed by their option's own parser where they came as text (Locust's
     web UI form sets what the user typed, as typed); an empty field is no value."""
-    from ..cases import all_options
-
     kinds = {o.name: o.kind for o in all_options()}
 
     def get(name: str) -> Any:
@@ -175,10 +170,8 @@ def _new_engine(environment: Any) -> Engine:
         spec = spec.with_options(scenario=opts.scenario)
     if spec.html is None and getattr(opts, "html_file", None):
         spec = spec.with_options(html=opts.html_file)
-    from ..driver import check_driver
-
-    check_driver(spec)  # a driver that cannot be loaded is said once, before anything is sent
-    return Engine(environment, spec, SCENARIOS[spec.scenario](spec), source_address=PROCESS.own_source_address)
+    # this process's run record, built once: a driver that cannot be loaded is said before anything is sent
+    return Engine(environment, spec, SCENARIOS[spec.scenario](run_of(spec)), source_address=PROCESS.own_source_address)
 
 
 @events.init.add_listener
@@ -316,7 +309,7 @@ def _on_plan(msg: Any, **_: Any) -> None:
         if not spec.target_url:
             spec = spec.with_options(target_url=env.host or data.get("host"))
         env.host = env.host or data.get("host")
-        eng = PROCESS.engine = Engine(env, spec, SCENARIOS[spec.scenario](spec),
+        eng = PROCESS.engine = Engine(env, spec, SCENARIOS[spec.scenario](run_of(spec)),
                                       source_address=PROCESS.own_source_address)
     assert eng is not None
     if data["count"] == 0:  # the master's setup failed: nothing to send

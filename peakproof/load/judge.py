@@ -150,31 +150,21 @@ def component_charts(tenancy: Any) -> list[Chart]:
 
 
 def stated_rules(sc: Scenario, spec: RunSpec) -> dict[str, Any]:
-    """The rules the run's checks judged by (the case's :meth:`~peakproof.case.Case.stated_rules`)."""
-    from ..cases import all_cases
-
-    case = all_cases().get(sc.case)
-    return case.stated_rules(spec) if case else {}
+    """The rules the run's checks judged by (the case's :meth:`~peakproof.case.Case.rules`)."""
+    return sc.run.with_spec(spec).stated_rules()
 
 
 def latency_checks(sc: Scenario) -> tuple[str, ...]:
     """The case's checks that judge a time (they are latency promises too)."""
-    from ..cases import all_cases
-
-    case = all_cases().get(sc.case)
-    return case.latency_checks if case else ()
+    return sc.run.case.latency_checks
 
 
 def with_capabilities(sc: Scenario, spec: RunSpec, checks: list[CheckResult]) -> list[CheckResult]:
     """The checks, with those a waived capability fed marked waived and those a lacking one fed
     naming it (see :mod:`peakproof.capabilities`)."""
     from ..capabilities import apply_waivers
-    from ..cases import all_cases
 
-    case = all_cases().get(sc.case)
-    if case is None:
-        return checks
-    return apply_waivers(checks, case.capabilities, spec.without, sc.lacking)
+    return apply_waivers(checks, sc.run.case.capabilities, spec.without, sc.lacking)
 
 
 def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> dict[str, Any]:
@@ -201,7 +191,7 @@ def witnesses_of(sc: Scenario, history: History, spec: RunSpec, report: RunRepor
     from ..shrink import reproduce
 
     try:
-        report.witnesses = reproduce(spec.case, spec, history.ops, report.checks, seconds=spec.replay_seconds,
+        report.witnesses = reproduce(sc.run.with_spec(spec), history.ops, report.checks, seconds=spec.replay_seconds,
                                      directory=spec.report_dir, stem=report.slug(),
                                      log=lambda text: print(text, flush=True))
     except Exception as e:  # noqa: BLE001 - the verdict stands; the reproduction is lost, and said so

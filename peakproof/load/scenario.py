@@ -19,6 +19,7 @@ from ..history import History
 if TYPE_CHECKING:
     from ..checks import CheckResult
     from ..report import Chart
+    from ..run import Run
     from ..spec import RunSpec
 
 
@@ -55,18 +56,21 @@ class Scenario:
     default_slos: ClassVar[list[str]] = []
     monitor_interval: ClassVar[float] = 0.25
 
-    def __init__(self, spec: "RunSpec") -> None:
-        self.spec = spec
-        self.host = (spec.target_url or "").rstrip("/")
+    def __init__(self, run: "Run") -> None:
+        self.run = run  # the process's run record: its case and driver class, resolved at the entry point
+        self.host = (run.spec.target_url or "").rstrip("/")
         self._handlers = self.handlers()
         self.lacking: set[str] = set()  # capabilities the driver or the target turned out not to have
+
+    @property
+    def spec(self) -> "RunSpec":
+        """The user's request (and the run's facts so far): what the Locust processes share."""
+        return self.run.spec
 
     def driver(self, history: History | None = None, transport: Any = None, **extra: Any) -> Any:
         """The run's driver (``--driver``, or the case's contract): every call of a scenario goes
         through one built here, never a case's HTTP driver by name."""
-        from ..driver import build_driver
-
-        return build_driver(self.spec, history=history, transport=transport, **extra)
+        return self.run.build_driver(history=history, transport=transport, **extra)
 
     def make_driver(self, history: History, transport: Any) -> Any:
         """The dispatchers' driver: one per generator process, on its transport and history."""
@@ -75,9 +79,8 @@ class Scenario:
     def has(self, driver: Any, capability: str) -> bool:
         """Does ``driver`` offer the case's ``capability``? Notes it as lacking when not."""
         from ..capabilities import offers
-        from ..cases import get_case
 
-        ok = offers(driver, get_case(self.case).capability(capability), self.spec)
+        ok = offers(driver, self.run.case.capability(capability), self.spec)
         if not ok:
             self.lacking.add(capability)
         return ok
@@ -86,9 +89,8 @@ class Scenario:
         """Raise :class:`~peakproof.capabilities.CapabilityMissing` (INCONCLUSIVE, naming it) when
         ``driver`` lacks ``capability``, or when ``op`` (its call) found no such route."""
         from ..capabilities import CapabilityMissing, no_route
-        from ..cases import get_case
 
-        cap = get_case(self.case).capability(capability)
+        cap = self.run.case.capability(capability)
         if not self.has(driver, capability):
             raise CapabilityMissing(cap, driver=f"the driver {self.spec.driver or 'of the contract'}")
         if op is not None and no_route(op):
@@ -158,10 +160,7 @@ class Scenario:
 
     def peak_rate(self) -> float | None:
         """The curve's peak arrivals/s at the seed's full scale (for the capacity sentence): the case's."""
-        from ..cases import all_cases
-
-        case = all_cases().get(self.case)
-        return case.peak_rate() if case else None
+        return self.run.case.peak_rate()
 
 
 class _Trickle(Context):
@@ -212,8 +211,9 @@ class Calibration(Scenario):
     WARMUP_SECONDS: ClassVar[float] = 1.0  # s of unjudged probes at the first step's rate before it
     WARMUP_PROBES: ClassVar[int] = 4  # the warm-up's probes at least (a slow first step's warm-up lasts longer)
 
-    def __init__(self, spec: "RunSpec") -> None:
-        super().__init__(spec)
+    def __init__(self, run: "Run") -> None:
+        super().__init__(run)
+        spec = run.spec
         self.stopped_at: int | None = None
         self.answer_time: float | None = None  # s: median of the probes sent one at a time
         self.drained: float | None = None  # s the target took to answer in time again after the ladder

@@ -23,7 +23,7 @@ from peakproof.history import OK, History
 from peakproof.load.engine import OpenModelUser, ScenarioShape
 from peakproof.load.scenario import Arrival, Context, Handler, Scenario, scenario
 from peakproof.report import Chart
-from peakproof.spec import RunSpec
+from peakproof.run import Run
 
 __all__ = ["OpenModelUser", "ScenarioShape", "CounterPeak"]
 
@@ -35,8 +35,9 @@ class CounterPeak(Scenario):
     description = "Case C: increments at a constant rate (200/s at scale 1), then a final read"
     default_slos: list[str] = []  # the error budget only: nothing here depends on the machine's speed
 
-    def __init__(self, spec: RunSpec) -> None:
-        super().__init__(spec)
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        spec = run.spec
         self.seconds = float(spec.duration or CASE.default_duration or 5.0)
         self.rate = CASE.peak_rate() * spec.number_scale
         self.n = max(1, round(self.rate * self.seconds))

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pytest
 
+from peakproof.cases import run_of
 from peakproof.launch import ServedTarget
 from peakproof.replay import Replayer, hooks_for
 from peakproof.shrink import shrink
@@ -52,9 +53,10 @@ def reference() -> Iterator[str]:
 
 
 def replayer(url: str, check: str = "expired_hold_is_never_sold") -> Replayer:
-    hooks = hooks_for("tickets")
+    run = run_of(RunSpec(case="tickets", target_url=url))
+    hooks = hooks_for(run.case)
     assert hooks is not None
-    return Replayer(hooks, RunSpec(case="tickets", target_url=url), check)
+    return Replayer(hooks, run, check)
 
 
 def test_a_late_payment_fails_again_on_the_target_that_sells_lapsed_holds_and_shrinks_to_its_hold(

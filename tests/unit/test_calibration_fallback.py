@@ -70,10 +70,11 @@ def test_a_generator_s_limit_still_sizes_the_load_per_process() -> None:
 
 @pytest.mark.parametrize("first", [1.0, 2.1, 16.0, 400.0])
 def test_the_ladder_warms_the_target_at_its_first_rate_and_judges_none_of_the_warm_up(first: float) -> None:
+    from peakproof.cases import run_of
     from peakproof.load.scenario import Calibration
 
     spec = RunSpec(case="tickets", scale="auto", calibrate_min_rate=first, calibrate_max_rate=first * 10)
-    ladder = Calibration(spec)
+    ladder = Calibration(run_of(spec))
     warm = [a for a in ladder.arrivals() if a.data[0] == -1]
     assert ladder.warmup >= Calibration.WARMUP_SECONDS
     assert len(warm) >= Calibration.WARMUP_PROBES - 1 and all(a.t < ladder.starts[0] for a in warm)

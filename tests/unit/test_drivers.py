@@ -110,7 +110,7 @@ def test_a_driver_class_lacking_an_operation_or_its_arguments_is_refused_naming_
                  "    def publish(self, author, text, *, process=0, intended_time=None): pass\n"
                  "    def delete(self, post_id, *, process=0, intended_time=None): pass\n"
                  "    def read(self, user, limit=20, cursor=None, *, process=0, intended_time=None): pass\n")
-    protocol = get_case("feed").module().PROTOCOL
+    protocol = get_case("feed").drivers.protocol
     with pytest.raises(DriverSpecError, match="follow, unfollow, publish, delete, read"):
         driver_class(f"{f}:NoRead", protocol)
     with pytest.raises(DriverSpecError, match=r"follow\(intended_time\)"):
@@ -124,8 +124,8 @@ def test_a_driver_class_lacking_an_operation_or_its_arguments_is_refused_naming_
 @pytest.mark.parametrize("case", ["tickets", "notifications", "feed"])
 def test_the_skeleton_is_python_with_every_operation_the_harness_checks_for(case: str, tmp_path: Path) -> None:
     path = tmp_path / f"skeleton_{case}.py"
-    path.write_text(skeleton(case), encoding="utf-8")
-    cls = driver_class(f"{path}:My{case.title()}", all_cases()[case].module().PROTOCOL)
+    path.write_text(skeleton(get_case(case)), encoding="utf-8")
+    cls = driver_class(f"{path}:My{case.title()}", all_cases()[case].drivers.protocol)
     for cap in get_case(case).capabilities:  # every optional capability is there, to keep or delete
         assert all(callable(getattr(cls, m, None)) for m in cap.methods), cap.name
 
@@ -138,24 +138,25 @@ def test_the_operation_table_names_every_operation_and_capability_method_of_the_
     from peakproof.driver import operations
     from peakproof.drivertool import _signature, checkup
 
-    module, table = get_case(case).module(), checkup(case).OPERATIONS
+    drivers, table = get_case(case).drivers, checkup(get_case(case)).OPERATIONS
     required = {o.name for o in table if o.capability is None}
-    assert required == set(operations(module.PROTOCOL)) - {"now", "advance"}
+    assert required == set(operations(drivers.protocol)) - {"now", "advance"}
     for cap in get_case(case).capabilities:
         assert set(cap.methods) <= {o.name for o in table if o.capability == cap.name}, cap.name
     for o in table:  # a recorded argument per argument the method takes
-        sig = _signature(module.PROTOCOL if o.capability is None else module.OVER_HTTP, o.name)
+        sig = _signature(drivers.protocol if o.capability is None else drivers.over_http, o.name)
         taken = [p for p in sig.parameters.values() if p.name != "self" and p.kind in
                  (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert not o.args or len(taken) == len(o.args), (o.name, [p.name for p in taken], o.args)
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_the_docs_tables_and_the_skeleton_say_what_the_operation_table_says(case: str) -> None:
+@pytest.mark.parametrize("name", CASES)
+def test_the_docs_tables_and_the_skeleton_say_what_the_operation_table_says(name: str) -> None:
     from peakproof.drivertool import checkup, generated_region, operations_doc
 
+    case = get_case(name)
     docs = (Path(__file__).resolve().parents[2] / "docs" / "drivers.md").read_text(encoding="utf-8")
-    assert generated_region(docs, case) == operations_doc(case), \
+    assert generated_region(docs, name) == operations_doc(case), \
         "docs/drivers.md's table is stale: run peakproof driver docs --write docs/drivers.md"
     words = " ".join(skeleton(case).split())
     for o in checkup(case).OPERATIONS:
@@ -170,9 +171,9 @@ def test_driver_docs_rewrites_a_stale_table_and_refuses_a_file_without_its_regio
 
     doc = tmp_path / "drivers.md"
     doc.write_text(f"# x\n\n{BEGIN.format(case='feed')} old -->\n| stale |\n{END}\n\ntail\n", encoding="utf-8")
-    assert update_docs(doc, ["feed"]) == ["feed"]
-    assert operations_doc("feed") in doc.read_text(encoding="utf-8") and "stale" not in doc.read_text(encoding="utf-8")
+    assert update_docs(doc, [get_case("feed")]) == ["feed"]
+    assert operations_doc(get_case("feed")) in doc.read_text(encoding="utf-8") and "stale" not in doc.read_text(encoding="utf-8")
     assert doc.read_text(encoding="utf-8").endswith("\ntail\n")
-    assert update_docs(doc, ["feed"]) == []  # current: nothing to rewrite
+    assert update_docs(doc, [get_case("feed")]) == []  # current: nothing to rewrite
     with pytest.raises(ValueError, match="no region for tickets"):
-        update_docs(doc, ["tickets"])
+        update_docs(doc, [get_case("tickets")])

@@ -15,6 +15,7 @@ from peakproof.cases.notifications.witness import WITNESS as NOTIFICATIONS, _fre
 from peakproof.cases.tickets import Tolerance, check_tickets
 from peakproof.cases.tickets.witness import WITNESS as TICKETS
 from peakproof.cases.feed.witness import WITNESS as FEED
+from peakproof.cases import run_of
 from peakproof.checks import CheckResult
 from peakproof.errors import UsageError
 from peakproof.history import HandHistory
@@ -148,7 +149,7 @@ class Simulated(Replayer):
     """A target whose check fails again when ``fails(steps, sequential)`` says so: no socket, no clock."""
 
     def __init__(self, fails: Any) -> None:
-        super().__init__(TICKETS, RunSpec(case="tickets", target_url="http://127.0.0.1:9"), "no_oversell")
+        super().__init__(TICKETS, run_of(RunSpec(case="tickets", target_url="http://127.0.0.1:9")), "no_oversell")
         self.fails = fails
 
     def once(self, steps: list[Step], sequential: bool, record: bool = False) -> Try:
@@ -217,7 +218,7 @@ def test_a_stage_with_no_time_to_replay_keeps_each_witness_as_found_and_writes_i
     h = an_oversell()
     results = check_tickets(h.history, EXACT)
     spec = RunSpec(case="tickets", target_url="http://127.0.0.1:9", replay_seconds=0)
-    out = reproduce("tickets", spec, h.history.ops, results, seconds=0, directory=str(tmp_path), stem="run")
+    out = reproduce(run_of(spec), h.history.ops, results, seconds=0, directory=str(tmp_path), stem="run")
     assert {w.check for w in out} == {r.name for r in results if r.valid is False} and out
     w = next(w for w in out if w.check == "no_oversell")
     assert w.tries == 0 and "not replayed" in w.rate() and w.size == w.found_size
@@ -234,6 +235,6 @@ def test_a_replay_that_raises_loses_only_its_reproduction_and_says_why(tmp_path:
     monkeypatch.setattr(shrinking, "shrink", broken)
     h = an_oversell()
     spec = RunSpec(case="tickets", target_url="http://127.0.0.1:9")
-    out = shrinking.reproduce("tickets", spec, h.history.ops, check_tickets(h.history, EXACT), seconds=30,
+    out = shrinking.reproduce(run_of(spec), h.history.ops, check_tickets(h.history, EXACT), seconds=30,
                               directory=str(tmp_path), stem="run")
     assert out and all("its replay raised RuntimeError: the driver fell over" in w.rate() for w in out)

@@ -16,7 +16,7 @@ from .rules import TIES, OrderRules
 _RULES = frozenset({RUN, LOCUST, PYTEST})
 
 
-def rules_of(spec: RunSpec) -> OrderRules:
+def rules_of(spec: RunSpec, driver: type | None = None) -> OrderRules:
     """How the target's times and ties read, as stated (the contract's where not)."""
     return OrderRules.from_options(spec.opt)
 

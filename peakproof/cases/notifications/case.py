@@ -37,7 +37,7 @@ def resolve(spec: RunSpec) -> RunSpec:
                                   breaker_cool_down=spec.opt("breaker_cool_down", max(COOL_DOWN_FLOOR, 10.0 / ts)))
 
 
-def rules_of(spec: RunSpec) -> DeliveryRules:
+def rules_of(spec: RunSpec, driver: type | None = None) -> DeliveryRules:
     return DeliveryRules.from_options(spec.opt)
 
 

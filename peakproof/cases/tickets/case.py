@@ -23,7 +23,9 @@ def peak_rate() -> float:
 
 def seed_opening(spec: RunSpec) -> tuple[str, list[Any], str]:
     """The seed's full opening (200,000 requests, 5,000 quota) in process, in virtual time."""
-    from . import InProcessTickets, OpeningWorkload, check_tickets, replay_opening
+    from .checks import check_tickets
+    from .driver import InProcessTickets
+    from .workload import OpeningWorkload, replay_opening
 
     driver = InProcessTickets(policy=spec.policy or "pessimistic")
     quota, history = replay_opening(driver, OpeningWorkload())
@@ -82,19 +84,18 @@ OPTIONS = (
            frozenset({SERVE}), default="normal", choices=("normal", "full"), env="-"),
 )
 
-def rules_of(spec: RunSpec) -> Any:
-    """The rules the checks judge a run by: stated options over the driver's ``tolerance`` over the defaults."""
-    from ...driver import driver_class
-    from . import OVER_HTTP, PROTOCOL
-    from .checks import tolerance_of
+def rules_of(spec: RunSpec, driver: type | None = None) -> Any:
+    """The rules the checks judge a run by: stated options over the ``tolerance`` of the run's driver
+    class (``driver``; None: the contract's own) over the defaults."""
+    from .driver import HttpTickets
+    from .rules import tolerance_of
 
-    cls = driver_class(spec.driver, PROTOCOL) if spec.driver else OVER_HTTP
-    return tolerance_of(cls, dict(spec.case_options))
+    return tolerance_of(driver or HttpTickets, dict(spec.case_options))
 
 
 def bind_rules(driver: Any, spec: RunSpec) -> None:
     """The stated rules onto a built driver, read by every check (``tolerance_of(driver)``)."""
-    from .checks import tolerance_of
+    from .rules import tolerance_of
 
     driver.tolerance = tolerance_of(driver, dict(spec.case_options))
 
