@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from peakproof.cases import get_case
 from peakproof.launch import ServedTarget  # noqa: E402
 from tests.support.mutants import served  # noqa: E402
 
@@ -55,7 +56,7 @@ def run(case: str, server: str, profile: str, contract: bool = False, rules: str
             options = dict(RULES[rules], provider_url=providers.base)
             args = ["--provider-url", providers.base,
                     *(x for k, flag in STATED.items() for x in (flag, f"{RULES[rules][k]:g}"))]
-        t = stack.enter_context(ServedTarget(case, **options) if server == "reference"  # type: ignore[arg-type]
+        t = stack.enter_context(ServedTarget(get_case(case), **options) if server == "reference"  # type: ignore[arg-type]
                                 else served(f"{case}-on-stdlib", **options))
         cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-p",
                "no:cacheprovider", "--target-url", t.url, *args, *([] if contract else ["-k", "not openapi_contract"])]

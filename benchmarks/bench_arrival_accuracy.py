@@ -37,7 +37,7 @@ def main() -> None:
     p.add_argument("--processes", type=int, default=1)
     args = p.parse_args()
     rate = PEAK * args.scale
-    with ServedTarget("tickets") as served, tempfile.TemporaryDirectory() as tmp:
+    with ServedTarget(get_case("tickets")) as served, tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--headless", "--host", served.url,
                "--scenario", "tickets-sold-out", "--scale", str(args.scale), "--duration", str(args.seconds),
                "--report-dir", tmp, "--result", f"{tmp}/result.json", "--only-summary", "--loglevel", "WARNING"]

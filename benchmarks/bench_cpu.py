@@ -148,7 +148,7 @@ def served(tree: Path, case: str, core: int | None, **options: Any) -> Iterator[
     os.environ["PYTHONPATH"] = str(tree)
     os.chdir(tree)
     try:
-        with ServedTarget(case, **options) as t:
+        with ServedTarget(get_case(case), **options) as t:
             os.chdir(cwd)
             if core is not None:
                 _pin_all(t.proc.pid, core)  # type: ignore[union-attr]

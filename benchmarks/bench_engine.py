@@ -100,7 +100,7 @@ def nginx_standin() -> Iterator[str]:
 
 @contextmanager
 def reference() -> Iterator[str]:
-    with ServedTarget("tickets") as served:
+    with ServedTarget(get_case("tickets")) as served:
         os.sched_setaffinity(served.proc.pid, {int(TARGET_CORE)})  # type: ignore[union-attr]
         yield served.url
 

@@ -27,6 +27,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from peakproof.cases import get_case
 from peakproof.launch import ServedTarget, free_port  # noqa: E402
 
 
@@ -75,7 +76,7 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with ServedTarget("tickets") as served, tempfile.TemporaryDirectory() as reports:
+    with ServedTarget(get_case("tickets")) as served, tempfile.TemporaryDirectory() as reports:
         port = free_port()
         locust = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests"), "--host", served.url,
                                    "--web-host", "127.0.0.1", "--web-port", str(port), "--report-dir", reports,

@@ -84,14 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="replay a FAIL's witness (reports/*.replay.json) against a target, on fresh "
                                        "ids, with its timing; exit 1 when the check fails again")
     rp.add_argument("file", help="the .replay.json a FAILed run wrote beside its report")
-    from .replay import add_arguments
+    from .replay_cli import add_arguments
 
     add_arguments(rp)
     return p
 
 
 def _init(args: argparse.Namespace) -> int:
-    from .scaffold import ci_commands, driver_class, init
+    from .scaffold import ci_commands, init, skeleton_class
 
     case = get_case(args.case)
     where = Path(args.dir)
@@ -102,8 +102,8 @@ def _init(args: argparse.Namespace) -> int:
     props, load = ci_commands(case)
     print(f"Next: set STAGING_URL (and STAGING_ADMIN_TOKEN if your service asks for one) in your CI's variables. "
           f"If your service does not speak the {case.name} contract, fill in peakproof_driver.py, try it with "
-          f"peakproof driver check {case.name} --driver peakproof_driver.py:{driver_class(case)} --target-url URL, "
-          f"and set PEAKPROOF_DRIVER=peakproof_driver.py:{driver_class(case)}. GitLab: a repository with its own "
+          f"peakproof driver check {case.name} --driver peakproof_driver.py:{skeleton_class(case)} --target-url URL, "
+          f"and set PEAKPROOF_DRIVER=peakproof_driver.py:{skeleton_class(case)}. GitLab: a repository with its own "
           f".gitlab-ci.yml adds 'include: [{{local: peakproof.gitlab-ci.yml}}]' to it; the load job runs from a "
           f"pipeline schedule. The jobs' commands, to try by hand:")
     for job in (props, load):
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "locustfile":
             return _locustfile(args)
         if args.command == "replay":
-            from .replay import replay_command
+            from .replay_cli import replay_command
 
             return replay_command(_witness_file(args.file), args)
         if args.command == "plan":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -23,41 +22,10 @@ from .history import OK, Op
 from .run import Run
 
 
-@dataclass
-class Step:
-    """One call of the check: what was asked, what came, and whether the harness read it as it should."""
-
-    label: str
-    op: Op | None = None
-    expect: str = ""  # what the harness needs to see, in words
-    holds: bool = True
-    detail: str = ""
-    problems: list[str] = field(default_factory=list)
-
-    def lines(self) -> list[str]:
-        mark = "ok " if self.holds and not self.problems else "NO "
-        got = ""
-        if self.op is not None:
-            got = (f"ok, value {_brief(self.op.value)}" if self.op.type == OK
-                   else f"{self.op.type} {self.op.value!r}" + (f" ({self.op.error[:120]})" if self.op.error else ""))
-        out = [f"  [{mark}] {self.label}" + (f" -> {got}" if got else "")]
-        if self.expect:
-            out.append(f"         expected: {self.expect}")
-        if self.detail:
-            out.append(f"         {self.detail}")
-        out += [f"         problem: {p}" for p in self.problems]
-        return out
-
-
 def _drivers(case: Case) -> CaseDrivers:
     if case.drivers is None:
         raise UsageError(f"case {case.name}", "a case read by the registry (its package's drivers)", None)
     return case.drivers
-
-
-def _brief(value: Any, limit: int = 400) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def checkup(case: Case) -> Any:
@@ -333,4 +301,4 @@ def _call_text(sig: inspect.Signature | None) -> str:
     return ", ".join(out)
 
 
-__all__ = ["Step", "run_check", "skeleton", "recorded_right", "operations_doc", "update_docs", "generated_region"]
+__all__ = ["run_check", "skeleton", "recorded_right", "operations_doc", "update_docs", "generated_region"]

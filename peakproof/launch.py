@@ -21,24 +21,10 @@ if TYPE_CHECKING:
     from .case import Case
 
 
-def servable() -> dict[str, str]:
-    """What ``peakproof serve`` can start, and the path its API is served under."""
-    from .cases import all_cases
-
-    return {**{name: case.path for name, case in all_cases().items()}, "providers": ""}
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _flags() -> dict[str, str]:
-    """Each serve option's flag by its name (one name from the spec to ``peakproof serve``)."""
-    from .cases import all_options
-
-    return {o.name: o.cli_flag for o in all_options()}
 
 
 def wait_until_answering(url: str, timeout: float, *, proc: subprocess.Popen | None = None,
@@ -76,21 +62,21 @@ def stop_process(proc: subprocess.Popen, *, group: bool = False, kill: bool = Fa
 
 
 class ServedTarget:
-    """``with ServedTarget("tickets", policy="none") as t: t.url`` -> a live reference server.
+    """``with ServedTarget(get_case("tickets"), policy="none") as t: t.url`` -> a live reference server.
 
     The server is a separate process (``python -m peakproof serve ...``) so it has its own
     GIL and can be killed and restarted on the same database (``restart()``).
     """
 
-    def __init__(self, case: "Case | str" = "tickets", *, port: int | None = None, db: str | Path | None = None,
+    def __init__(self, case: "Case | str", *, port: int | None = None, db: str | Path | None = None,
                  extra: Sequence[str] = (), startup_timeout: float = 20.0, **options: object) -> None:
-        # A run hands over its case object; a name ("providers", or a case's, from a test or a user's script: their
-        # own entry point) is looked up here.
+        # A case's record (its path, its options' flags), or "providers": the provider simulator. Whoever has a
+        # case's name looks it up first (peakproof.cases.get_case): nothing below the entry points does.
         if isinstance(case, str):
-            paths = servable()
-            if case not in paths:
-                raise TargetError(f"no reference target {case!r}; expected one of {', '.join(paths)}")
-            self.path, self._flags = paths[case], None
+            if case != "providers":
+                raise TargetError(f"ServedTarget({case!r}): expected a case (peakproof.cases.get_case({case!r})) "
+                                  f"or 'providers'")
+            self.path, self._flags = "", {o.name: o.cli_flag for o in SHARED}
         else:
             self.path, self._flags = case.path, {o.name: o.cli_flag for o in (*SHARED, *case.options)}
             case = case.name
@@ -118,7 +104,7 @@ class ServedTarget:
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "peakproof", "serve", self.case, "--host", "127.0.0.1",
                "--port", str(self.port), "--db", str(self.db)]
-        flags = self._flags if self._flags is not None else _flags()
+        flags = self._flags
         for k, v in self.options.items():
             if v is not None:
                 cmd += [flags.get(k, f"--{k.replace('_', '-')}"), str(v)]

@@ -10,8 +10,10 @@ arguments, and every capability's methods listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .history import OK, Op
 
 
 @dataclass(frozen=True)
@@ -45,4 +47,36 @@ def _plain(text: str) -> str:
     return text.replace("`", "")
 
 
-__all__ = ["OperationSpec", "tables"]
+def brief(value: Any, limit: int = 400) -> str:
+    """A value as ``driver check`` shows it: its repr, cut at ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class Step:
+    """One call of the check: what was asked, what came, and whether the harness read it as it should."""
+
+    label: str
+    op: Op | None = None
+    expect: str = ""  # what the harness needs to see, in words
+    holds: bool = True
+    detail: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        mark = "ok " if self.holds and not self.problems else "NO "
+        got = ""
+        if self.op is not None:
+            got = (f"ok, value {brief(self.op.value)}" if self.op.type == OK
+                   else f"{self.op.type} {self.op.value!r}" + (f" ({self.op.error[:120]})" if self.op.error else ""))
+        out = [f"  [{mark}] {self.label}" + (f" -> {got}" if got else "")]
+        if self.expect:
+            out.append(f"         expected: {self.expect}")
+        if self.detail:
+            out.append(f"         {self.detail}")
+        out += [f"         problem: {p}" for p in self.problems]
+        return out
+
+
+__all__ = ["OperationSpec", "Step", "brief", "tables"]

@@ -384,7 +384,7 @@ def tickets_url(request: pytest.FixtureRequest) -> Iterator[str]:
     if url:
         yield url
         return
-    with ServedTarget("tickets", policy=request.config.getoption("--policy")) as served:
+    with ServedTarget(get_case("tickets"), policy=request.config.getoption("--policy")) as served:
         yield served.url
 
 
@@ -394,7 +394,7 @@ def serve_tickets() -> Iterator[Callable[..., ServedTarget]]:
     started: list[ServedTarget] = []
 
     def start(**options: Any) -> ServedTarget:
-        t = ServedTarget("tickets", **options).start()
+        t = ServedTarget(get_case("tickets"), **options).start()
         started.append(t)
         return t
 

@@ -27,7 +27,7 @@ class CiJob:
     junit: str  # the JUnit XML it leaves for the CI's test report
 
 
-def driver_class(case: Case) -> str:
+def skeleton_class(case: Case) -> str:
     return "My" + case.name.title().replace("_", "")
 
 

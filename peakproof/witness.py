@@ -204,7 +204,7 @@ tries, 2 when the target could not be reached. Needs peakproof installed (pip in
 import json
 import sys
 
-from peakproof.replay import main
+from peakproof.replay_cli import main
 
 WITNESS = json.loads({doc!r})
 

@@ -1,142 +1,29 @@
-"""The harness's own tests say what they cost: a guard that fails a test which starts a server
-or a child process without the marker that says so (markers declared in pyproject.toml).
-
-* A server (a ``ServedTarget``, a uvicorn ``Server``, any socket that listens: asyncio's and
-  the standard library's servers, a raw loopback server) needs ``@pytest.mark.http``.
-* A child process needs ``http`` when it serves or drives load (its command runs ``locust``,
-  ``peakproof``, a ``tests.support`` module or points at a ``--target-url``), and ``slow`` or
-  ``http`` otherwise (an interpreter start and its imports take seconds).
-* A test that uses the plugin's serving fixtures (``serve_tickets``, ``tickets_url``) needs
-  ``http`` even when another test started the session's server first.
+"""The harness's own tests: the folder is the cost (``tests/unit`` runs in this process, no socket and no child
+process, guarded by its own conftest; ``tests/served``, ``tests/e2e``, ``tests/quality`` and ``tests/stacks``
+serve, start processes and run loads, dearer each), and no marker selects among them.
 
 Tests run four at a time (``pytest -n 4``, pytest-xdist). A test whose verdict reads the machine
-(a calibration, the tenancy meter, a test that accepts INCONCLUSIVE naming a neighbour) is marked
+(a calibration, the tenancy meter, a test that skips when a neighbour left its run undecided) is marked
 ``alone`` (no other test runs beside it) or, when its run takes a few hundredths of a core, ``quiet``
 (only other quiet tests beside it): :func:`pytest_runtest_protocol` and ``tests/support/room.py``, so the
 neighbour it would measure is never the suite's busy tests. They are sorted first.
-
-The guard is on for a test's setup (so module and session fixtures that start a server are
-caught too, in whichever test first sets them up) and for its call; it patches a few
-attributes around each phase and undoes them after, so it costs microseconds. It cannot see
-what a test's threads start, nor a server bound by C code outside uvicorn (uvloop used
-directly).
 """
 
 from __future__ import annotations
 
 import os
-import shlex
-import socket
-import subprocess
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-import uvicorn
 
-from peakproof.launch import ServedTarget
 from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares
 
 # A FAIL's witness is replayed against its target for up to --replay-seconds (60 by default) before the run ends:
 # the suite's many runs that must FAIL (mutants, broken stacks) would each spend it. Their children inherit 0 here
 # (the witness found and shown, nothing replayed); the tests of the reproduction itself pass --replay-seconds.
 os.environ.setdefault("PEAKPROOF_REPLAY_SECONDS", "0")
-
-SERVING_FIXTURES = ("serve_tickets", "tickets_url")
-SERVING_COMMANDS = ("locust", "peakproof")  # a command token (or its basename) that serves or drives load
-
-
-def _marks(item: pytest.Item) -> set[str]:
-    return {m.name for m in item.iter_markers()}
-
-
-def _refuse(item: pytest.Item, what: str, need: str, *, pytrace: bool = True) -> None:
-    __tracebackhide__ = True  # the traceback ends where the test started it
-    pytest.fail(f"{item.nodeid} {what}: mark it {need} (pyproject.toml: http = starts a server on 127.0.0.1, "
-                f"slow = takes more than a few seconds; the guard is in tests/conftest.py)", pytrace=pytrace)
-
-
-def _tokens(args: Any) -> list[str]:
-    """A child's command line as words, whether given as a list, a string or one path."""
-    if isinstance(args, os.PathLike):
-        return [os.fsdecode(args)]
-    if isinstance(args, (str, bytes)):
-        text = os.fsdecode(args)
-        try:
-            return shlex.split(text)
-        except ValueError:
-            return text.split()
-    return [os.fsdecode(a) for a in args]
-
-
-def _serves_or_loads(tokens: list[str]) -> bool:
-    for token in tokens:
-        base = token.rstrip("/").rsplit("/", 1)[-1]
-        if (base in SERVING_COMMANDS or token.startswith("tests.support.") or token == "--target-url"
-                or token.startswith("--target-url=")):
-            return True
-    return False
-
-
-@contextmanager
-def server_guard(item: pytest.Item) -> Iterator[None]:
-    """While active, starting a server or a child process the item's markers do not allow fails it."""
-    marks = _marks(item)
-    if "http" in marks:
-        yield
-        return
-    mp = pytest.MonkeyPatch()
-    real_popen_init = subprocess.Popen.__init__
-
-    def served_target_start(self: ServedTarget, *a: Any, **kw: Any) -> Any:
-        __tracebackhide__ = True
-        _refuse(item, f"starts a server (ServedTarget {self.case!r})", "@pytest.mark.http")
-
-    def uvicorn_server(self: Any, *a: Any, **kw: Any) -> None:
-        __tracebackhide__ = True
-        _refuse(item, "starts a server (uvicorn.Server)", "@pytest.mark.http")
-
-    def listen(self: socket.socket, *a: Any) -> None:
-        __tracebackhide__ = True
-        _refuse(item, f"starts a server (a socket listening on {self.getsockname()!r})", "@pytest.mark.http")
-
-    def popen_init(self: subprocess.Popen, args: Any, *a: Any, **kw: Any) -> None:
-        __tracebackhide__ = True
-        tokens = _tokens(args)
-        shown = " ".join(tokens)[:160]
-        if _serves_or_loads(tokens):
-            _refuse(item, f"starts a child process that serves or drives load ({shown})",
-                    "@pytest.mark.http (and @pytest.mark.slow if it takes more than a few seconds)")
-        if "slow" not in marks:
-            _refuse(item, f"starts a child process ({shown})", "@pytest.mark.slow (or http)")
-        real_popen_init(self, args, *a, **kw)
-
-    try:
-        mp.setattr(ServedTarget, "start", served_target_start)
-        mp.setattr(uvicorn.Server, "__init__", uvicorn_server)
-        mp.setattr(socket.socket, "listen", listen)
-        mp.setattr(subprocess.Popen, "__init__", popen_init)
-        yield
-    finally:
-        mp.undo()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Any:
-    used = [f for f in SERVING_FIXTURES if f in getattr(item, "fixturenames", ())]
-    if used and "http" not in _marks(item):
-        _refuse(item, f"uses {', '.join(used)} (a server on 127.0.0.1)", "@pytest.mark.http", pytrace=False)
-    with server_guard(item):
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
-    with server_guard(item):
-        return (yield)
-
 
 # -- tests that need the machine (or most of it) to themselves: tests/support/room.py ----------------------------
 

@@ -12,13 +12,12 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from tests.support.runs import ROOT, decided, locust_verdict, peakproof, started, verdict_of
 
 from .test_examples import REPORTS
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 DRIVER = "examples/drfshop/driver.py:DrfShop"
 TOKENS = ["--token", "buyer-token", "--admin-token", "admin-token"]

@@ -18,7 +18,7 @@ from tests.support.junit_report import validated
 from tests.support.runs import ROOT, peakproof, service, verdict_of
 
 EXAMPLES = ROOT / "examples"
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 DRIVERS = {"tickets": "examples/tickets/driver.py:BoxOffice", "feed": "examples/feed/driver.py:Chirp",
            "notifications": "examples/notifications/driver.py:Courier"}

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.locust_run import run_locust
+from peakproof.cases import get_case
 from peakproof.cases.feed import FeedWorkload
 from peakproof.launch import ServedTarget
 from peakproof.models.feed import FeedParams, followers
@@ -58,12 +59,8 @@ def _locust(url: str, tmp_path: Path, scenario: str = "feed-peak", *extra: str) 
 
 def _result(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return next(r for group in ("load", "checks", "slos") for r in doc[group] if r["name"] == name)
-
-
-@pytest.mark.http
-@pytest.mark.slow
 def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judged(tmp_path: Path) -> None:
-    with ServedTarget("feed") as t:
+    with ServedTarget(get_case("feed")) as t:
         code, doc, out = _locust(t.url, tmp_path)
     assert code == 0, out[-3000:]
     for name in ("feed_is_newest_first", "deleted_posts_never_shown", "unfollowed_authors_never_shown",
@@ -73,10 +70,6 @@ def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judge
     assert _result(doc, "feed_matches_pull_model")["counts"]["quiet_reads"] > 100
     assert doc["details"]["visibility"]["watched posts"] > 0
     assert (tmp_path / doc["html"]).read_text().count("<svg") >= 6
-
-
-@pytest.mark.http
-@pytest.mark.slow
 def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
     from tests.quality.test_feed_quality import DropsAboveThreshold
 
@@ -88,10 +81,6 @@ def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_au
     assert code == 1, out[-3000:]
     r = _result(doc, "feed_matches_pull_model")
     assert r["valid"] is False and "differs from the pull model" in r["first_violation"], r
-
-
-@pytest.mark.http  # a Locust run against 127.0.0.1 (a port nothing listens on)
-@pytest.mark.slow
 def test_a_refused_target_is_a_finding_in_the_report_not_a_crash(tmp_path: Path) -> None:
     from peakproof.launch import free_port
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "tests" / "fourth_case"

@@ -17,10 +17,6 @@ from peakproof.timefmt import format_time, parse_time
 
 from tests.support.runs import FEED_LOAD, TICKETS_LOAD, load_against, properties_against
 from tests.support.mutants import served
-
-
-@pytest.mark.http
-@pytest.mark.slow
 def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load(tmp_path: Path) -> None:
     with served("feed-http-semantics") as t:
         code, out = properties_against(t.url, "feed")
@@ -30,10 +26,6 @@ def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
     errors = next(r for r in doc["slos"] if r["name"] == "error budget")
     assert errors["actual"]["value"] == 0 and errors["chances"] > 0  # no 204 counted as off-contract
-
-
-@pytest.mark.http
-@pytest.mark.slow
 def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_load(tmp_path: Path) -> None:
     # the load's setup PUTs the quota (201 here) and every reservation carries an RFC 3339 expiry
     with served("tickets-http-semantics") as t:

@@ -17,7 +17,7 @@ import requests
 from peakproof.cases import get_case
 from peakproof.launch import free_port, wait_until_answering
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 ROOT = Path(__file__).resolve().parents[2]
 

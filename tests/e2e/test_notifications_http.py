@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from peakproof.cases import get_case
 from peakproof.cases.notifications import HttpNotifications, check_notifications, peak_minute
 from peakproof.launch import ServedTarget
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def providers():
 
 
 def test_a_crash_and_restart_mid_run_loses_no_accepted_notification_and_delivers_none_twice(providers) -> None:
-    with ServedTarget("notifications", provider_url=providers.base, backoff=0.5) as target:
+    with ServedTarget(get_case("notifications"), provider_url=providers.base, backoff=0.5) as target:
         d = HttpNotifications(target.url, providers.base)
         people = peak_minute(400, urgent_share=0.3)
         for rid, channels, addresses, _ in people:
@@ -52,7 +53,7 @@ def test_a_crash_and_restart_mid_run_loses_no_accepted_notification_and_delivers
 def test_a_replay_returns_the_same_notification_and_bad_requests_get_the_error_shape(providers) -> None:
     import requests
 
-    with ServedTarget("notifications", provider_url=providers.base, backoff=0.5) as target:
+    with ServedTarget(get_case("notifications"), provider_url=providers.base, backoff=0.5) as target:
         d = HttpNotifications(target.url, providers.base)
         d.put_recipient("ayse", ["sms", "push"], {"phone": "+905550001122", "push_token": "tok"})
         first = d.notify("ev-1", "ayse", "urgent", "Kod", "123456")
@@ -69,7 +70,7 @@ def test_a_replay_returns_the_same_notification_and_bad_requests_get_the_error_s
 def test_the_peak_and_push_down_scenarios_pass_against_the_reference_target(providers, tmp_path) -> None:
     from .test_load_engine import check, run_locust
 
-    with ServedTarget("notifications", provider_url=providers.base, backoff=1.0, breaker_cool_down=2) as target:
+    with ServedTarget(get_case("notifications"), provider_url=providers.base, backoff=1.0, breaker_cool_down=2) as target:
         for scenario in ("notifications-peak", "notifications-push-down"):
             rc, doc, out = run_locust(target.url, scenario, tmp_path, "--scale", "0.1", "--duration", "5",
                                       "--provider-url", providers.base, "--time-scale", "30", "--backoff", "1",

@@ -5,13 +5,12 @@ stated (``tests/support/cursor_drivers.py`` over the correct example feed). Thro
 
 from __future__ import annotations
 
-import pytest
 
 from tests.support.runs import peakproof, service, verdict_of
 
 from .test_examples import LOAD, REPORTS
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 DRIVER = "tests/support/cursor_drivers.py:PageNumbers"
 RULES = ["--time-precision", "0.001", "--without", "inbox_size"]

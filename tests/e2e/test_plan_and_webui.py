@@ -62,10 +62,6 @@ def test_no_rate_measured_is_no_plan_and_says_why() -> None:
     cal = CalibrationResult("tickets-calibrate", 0.0, error="Locust exited 1: boom")
     plan = make_plan(get_case("tickets"), cal, target_local=True)
     assert plan.processes == 0 and "no plan: calibration failed: Locust exited 1: boom" in render(plan, None, cal)
-
-
-@pytest.mark.http
-@pytest.mark.slow
 @pytest.mark.alone  # a load whose verdict the page shows: no other test beside it (tests/conftest.py)
 def test_the_web_ui_runs_the_scenario_chosen_in_its_form_and_shows_the_verdict(serve_tickets) -> None:
     served = serve_tickets()

@@ -17,7 +17,6 @@ LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux
 
 
 @LINUX
-@pytest.mark.http  # it listens on 127.0.0.1 (and serves nothing)
 def test_the_owner_of_a_listening_socket_is_found_by_its_port() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -28,7 +27,6 @@ def test_the_owner_of_a_listening_socket_is_found_by_its_port() -> None:
 
 
 @LINUX
-@pytest.mark.slow  # two child interpreters, a few seconds of CPU
 @pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
 def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_inside_as_the_run() -> None:
     busy = "import time\nt = time.time()\nwhile time.time() - t < 4: pass"

@@ -87,9 +87,6 @@ def keep_alive_echo(conn: socket.socket) -> None:
         body = req.partition(b"\r\n\r\n")[2] or b"{}"
         conn.sendall(b"HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                      % (len(body), body))
-
-
-@pytest.mark.http
 def test_answers_come_back_whole_over_one_kept_alive_connection(serve) -> None:
     server = serve(keep_alive_echo)
     client = WireClient("127.0.0.1", server.port, 4, 2.0)
@@ -108,9 +105,6 @@ def header_echo(conn: socket.socket) -> None:
         head = req.partition(b"\r\n\r\n")[0].split(b"\r\n")
         value = next((line.split(b":", 1)[1].strip() for line in head if line.lower().startswith(b"x-echo:")), b"")
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(value), value))
-
-
-@pytest.mark.http
 def test_each_request_carries_its_own_header_values_whatever_dict_came_before(serve) -> None:
     # The callers build a headers dict a request (peakproof.http.call); a freed dict's id is reused at
     # once, so a head cached by id() sent one request's Idempotency-Key with the next request.
@@ -128,9 +122,6 @@ def test_each_request_carries_its_own_header_values_whatever_dict_came_before(se
         gevent.joinall([gevent.spawn(one, i) for i in range(start, start + 200)])
     stale = [(want, got) for want, got in sent if want != got]
     assert len(sent) == 2_000 and not stale, f"{len(stale)} of {len(sent)} requests carried another request's header: {stale[:3]}"
-
-
-@pytest.mark.http
 def test_a_chunked_answer_and_an_answer_delimited_by_the_close_are_read_whole(serve) -> None:
     def chunked_then_close(conn: socket.socket) -> None:
         read_request(conn)
@@ -143,9 +134,6 @@ def test_a_chunked_answer_and_an_answer_delimited_by_the_close_are_read_whole(se
     assert client.request("GET", "/", None, {}) == (200, b"abcde")
     assert client.request("GET", "/", None, {}) == (200, b"until the end")
     assert server.connections == 1 and not client.idle  # the close ended it: it is not kept for reuse
-
-
-@pytest.mark.http
 @pytest.mark.parametrize("answer, kind", [
     (b"", "reset"),  # closed before any answer: the outcome is unknown
     (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "reset"),  # closed mid-body
@@ -160,9 +148,6 @@ def test_a_broken_answer_is_an_outcome_never_a_crash(serve, answer: bytes, kind:
     with pytest.raises(TransportError) as e:
         client.request("POST", "/", b"{}", {})
     assert e.value.kind == kind
-
-
-@pytest.mark.http
 def test_silence_is_a_timeout_and_a_closed_port_is_refused(serve) -> None:
     def silent(conn: socket.socket) -> None:
         read_request(conn)
@@ -179,9 +164,6 @@ def test_silence_is_a_timeout_and_a_closed_port_is_refused(serve) -> None:
     with pytest.raises(TransportError) as e:
         WireClient("127.0.0.1", port, 1, 0.3).request("GET", "/", None, {})
     assert e.value.kind == "refused"
-
-
-@pytest.mark.http
 def test_a_connection_the_server_closed_while_idle_is_replaced_not_reported(serve, monkeypatch) -> None:
     import peakproof.load.wire as wire
 
@@ -198,9 +180,6 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_not_reported(serv
     gevent.sleep(0.1)  # the server's close arrives
     assert client.request("GET", "/", None, {}) == (200, b"ok")
     assert server.connections == 2
-
-
-@pytest.mark.slow  # a child interpreter that imports locust
 def test_batched_statistics_equal_locust_s_own_per_request_log() -> None:
     # in a child process: importing locust monkey-patches the standard library, which must not
     # leak into this pytest run
@@ -242,9 +221,6 @@ errors = {k: e.occurrences for k, e in bulk.errors.items()}
 assert errors == {k: e.occurrences for k, e in one.errors.items()}, errors
 print(f"fields equal: {len(fields)} x {len(entries)} entries; errors equal: {len(errors)}")
 """
-
-
-@pytest.mark.http
 @pytest.mark.parametrize("entry", ["peakproof run", "locust -f loadtests/"])
 def test_a_driver_s_per_request_headers_reach_the_target_intact_at_load(entry: str, tmp_path) -> None:
     # The whole road: a driver's own header on each reservation (tests/support/echo.py), through the

@@ -19,10 +19,11 @@ import pytest
 import requests
 
 from peakproof.launch import free_port
+from tests.support.runs import skip_when_a_neighbour_left_it_undecided
 
 ROOT = Path(__file__).resolve().parents[2]
 # reads the machine, with shops that answer by sleeping at a few arrivals a second: quiet (tests/support/room.py)
-pytestmark = [pytest.mark.http, pytest.mark.slow, pytest.mark.quiet]
+pytestmark = pytest.mark.quiet
 
 
 def delayed_shop(*args: str) -> Iterator[str]:
@@ -66,18 +67,6 @@ def run_auto(url: str, reports: Path, *calibration: str) -> tuple[int, str, dict
     return proc.returncode, out, json.loads(cals[-1].read_text()), json.loads(loads[-1].read_text())
 
 
-def neighbour_undecided(code: int, out: str) -> bool:
-    """INCONCLUSIVE because a neighbour took CPU the run waited for (a shared host): true on such a machine."""
-    import warnings
-
-    from tests.support.runs import NeighbourUndecided
-
-    if code == 2 and "a neighbour took CPU the run needed" in out:  # listed in the session's warnings summary
-        warnings.warn(NeighbourUndecided("accepted an INCONCLUSIVE naming a neighbour"))
-        return True
-    return False
-
-
 def test_a_shop_just_started_is_loaded_at_most_at_the_highest_step_its_warmed_ladder_kept(cold_shop, tmp_path) -> None:
     # a ladder topped at 5/s (the low steps take 12 probes each: 1/s alone is 12 s): the warm shop keeps it above
     # the cold first step all the same (uncapped, its
@@ -109,8 +98,7 @@ def test_a_shop_slow_at_every_rate_runs_at_the_lowest_step_tried_and_fails_on_it
     assert load["params"]["rate (req/s)"] <= lowest and cal["rate_at_peak"] <= lowest, out[-4000:]
     assert "the calibration could not conclude" in out and "the lowest rate the calibration tried" in out
     assert "--scale 0.15" not in out
-    if neighbour_undecided(code, out):
-        return
+    skip_when_a_neighbour_left_it_undecided((code, out))
     assert code == 1 and "verdict for tickets: FAIL" in out, out[-4000:]
     latency = [s for s in load["slos"] if "latency" in s["name"]]
     assert latency and all(s["valid"] is False for s in latency), latency

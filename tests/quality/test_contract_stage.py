@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from peakproof.cases import get_case
 from peakproof.contract import LENIENT_WHY
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
 from tests.support.runs import properties_against
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 CONTRACT = ("-k", "openapi_contract")  # the contract test alone: each properties file's last
 TOKEN = "contract-token"
@@ -36,7 +37,7 @@ def _options(case: str) -> tuple[dict[str, Any], tuple[str, ...]]:
 @pytest.mark.parametrize("case", ["tickets", "notifications", "feed"])
 def test_schemathesis_finds_nothing_against_each_served_reference_in_any_phase(case: str) -> None:
     opts, args = _options(case)
-    with ServedTarget(case, **opts) as t:
+    with ServedTarget(get_case(case), **opts) as t:
         code, out = properties_against(t.url, case, *CONTRACT, *args)
     assert code == 0 and "1 passed" in out, out[-3000:]
     line = next(ln for ln in out.splitlines() if "contract (Schemathesis):" in ln)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
+from peakproof.cases import get_case
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
 from tests.support.runs import excerpt, load_against, properties_against, result
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 # The rules a user stated in issue 36: short rounds, the seed's breaker (24 transient failures in the last 200
 # calls, 10 s before a probe), the answer timeout of the reference; 8 delivery workers, providers at 30 ms.
@@ -26,7 +26,7 @@ SERVED = dict(backoff=0.3, call_timeout=2.0, breaker_window=200, breaker_failure
 def breaker_property(mutant: str | None) -> tuple[int, str]:
     with ServedTarget("providers", latency=0.03) as providers, \
             (served(mutant, provider_url=providers.base, **SERVED) if mutant else
-             ServedTarget("notifications", provider_url=providers.base, **SERVED)) as t:
+             ServedTarget(get_case("notifications"), provider_url=providers.base, **SERVED)) as t:
         return properties_against(t.url, "notifications", "--provider-url", providers.base, *RULES,
                                   "-k", "breaker_is_due")
 

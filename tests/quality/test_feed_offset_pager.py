@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from tests.support.runs import ROOT, service
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 
 def test_the_url_properties_fail_a_feed_that_pages_by_offset_naming_pages_do_not_skip_or_repeat() -> None:

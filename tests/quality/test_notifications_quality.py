@@ -13,7 +13,6 @@ from peakproof.targets.notifications import core as ncore
 
 from tests.unit.test_notifications import PEAK, run_peak
 
-pytestmark = pytest.mark.slow
 
 
 def test_parallel_delivery_is_caught_delivering_twice() -> None:

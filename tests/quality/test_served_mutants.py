@@ -17,12 +17,13 @@ from typing import Any, Callable
 import pytest
 
 from tests.support.runs import FEED_LOAD, TICKETS_LOAD, excerpt, load_against, properties_against, result
+from peakproof.cases import get_case
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.http, pytest.mark.slow]  # served mutants, Locust runs, child pytest runs
+  # served mutants, Locust runs, child pytest runs
 
 
 # -- URL property runs, side by side ------------------------------------------------------------------
@@ -100,7 +101,7 @@ def witnessed_load(doc: dict[str, Any], check: str) -> None:
 
 def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
     """The URL properties (``args``: pytest's) against ``mutant`` served on its own."""
-    with (served(mutant) if mutant != case else ServedTarget(case)) as t:
+    with (served(mutant) if mutant != case else ServedTarget(get_case(case))) as t:
         return properties_against(t.url, case, *args)
 
 
@@ -137,7 +138,7 @@ def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_an
 def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no_chance() -> None:
     # a driver whose stated clock slack (1.5 s) is wider than the hold window (0.5 s): the hold's checks can
     # have no chance on any run, which the run must say (naming the option), not "a longer run may"
-    with ServedTarget("tickets") as t:
+    with ServedTarget(get_case("tickets")) as t:
         code, out = properties_against(t.url, "tickets", "-k", "any_sequence", "--durations=0",
                                        "--driver", "tests/support/slack_driver.py:WideSlackTickets")
     # the session's own line: what the machine said before it started, and what its call took
@@ -174,7 +175,7 @@ def test_a_tickets_lock_that_breaks_under_its_holders_faults_fails_the_lease_fau
 
 
 def test_the_reference_tickets_target_keeps_every_promise_while_its_lock_holders_fail(tmp_path: Path) -> None:
-    with ServedTarget("tickets") as t:
+    with ServedTarget(get_case("tickets")) as t:
         code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", excerpt(out)
     resume = result(doc, "sales_resume_within_the_lease")
@@ -269,7 +270,7 @@ def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> Non
 def test_a_scenario_that_raises_makes_the_run_inconclusive_with_its_traceback(tmp_path: Path) -> None:
     from peakproof.launch import ServedTarget
 
-    with ServedTarget("tickets") as t:
+    with ServedTarget(get_case("tickets")) as t:
         code, doc, out = load_against(t.url, "tickets-sold-out-that-raises", tmp_path, "--scale", "0.01",
                                       "--duration", "2", locustfile=ROOT / "tests" / "support" / "raising_scenario.py")
     assert code == 2 and doc["verdict"]["outcome"] == "INCONCLUSIVE", excerpt(out)
@@ -295,7 +296,7 @@ def notifications_properties(mutant: str | None, served_options: dict[str, Any] 
 
     with ServedTarget("providers", latency=latency) as providers, \
             (served(mutant, provider_url=providers.base, **served_options) if mutant else
-             ServedTarget("notifications", provider_url=providers.base, **served_options)) as t:
+             ServedTarget(get_case("notifications"), provider_url=providers.base, **served_options)) as t:
         # the contract test aside: tests/quality/test_contract_stage.py runs it against the served reference
         return properties_against(t.url, "notifications", "--provider-url", providers.base, *rules,
                                   "-k", "not openapi_contract")

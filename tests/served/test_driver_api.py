@@ -182,9 +182,6 @@ got = [gevent.spawn(d.ids.get_or_create, "event", "opening-1", create) for d in 
 gevent.joinall(got, timeout=10)
 print([g.value for g in got], len(calls))
 """
-
-
-@pytest.mark.slow
 def test_the_id_store_is_shared_by_a_load_processs_greenlets_with_one_creation() -> None:
     import subprocess
     import sys

@@ -14,6 +14,7 @@ import pytest
 import requests
 from hypothesis.stateful import run_state_machine_as_test
 
+from peakproof.cases import get_case
 from peakproof.cases.feed import HttpFeed, check_feed
 from peakproof.checks import assert_checks
 from peakproof.launch import ServedTarget
@@ -24,12 +25,11 @@ from properties.test_feed import FeedMachine
 from tests.quality import fixed_budget
 from tests.quality.test_tickets_quality import failure_text
 
-pytestmark = pytest.mark.http  # every test serves the feed on 127.0.0.1
 
 
 @pytest.fixture(scope="module")
 def feed() -> Iterator[ServedTarget]:
-    with ServedTarget("feed", threshold=3) as t:
+    with ServedTarget(get_case("feed"), threshold=3) as t:
         yield t
 
 
@@ -74,7 +74,7 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(feed: ServedTarget) ->
 
 def test_a_restarted_target_loses_no_published_post(tmp_path: Path) -> None:
     """SIGKILL mid-stream: every acknowledged post, follow and delete is there after the restart."""
-    with ServedTarget("feed", db=tmp_path / "feed.sqlite3", threshold=2) as t:
+    with ServedTarget(get_case("feed"), db=tmp_path / "feed.sqlite3", threshold=2) as t:
         d = HttpFeed(t.url)
         d.add_follows([(f"r{i}", "star") for i in range(5)] + [("r0", f"w{j}") for j in range(3)])
         acked = []
@@ -126,7 +126,7 @@ def test_a_shard_down_degrades_its_users_to_fan_in_not_to_an_empty_feed(feed: Se
 
 
 def test_a_full_fan_out_queue_refuses_with_retry_after_and_a_slow_one_flags_publishes(tmp_path: Path) -> None:
-    with ServedTarget("feed", threshold=1000, fanout_rate=50, max_backlog=120) as t:
+    with ServedTarget(get_case("feed"), threshold=1000, fanout_rate=50, max_backlog=120) as t:
         d = HttpFeed(t.url)
         d.add_follows([(f"f{i}", "loud") for i in range(100)])
         first = requests.post(t.url + "/posts", json={"author_id": "loud", "text": "1"}, timeout=5)
@@ -138,7 +138,7 @@ def test_a_full_fan_out_queue_refuses_with_retry_after_and_a_slow_one_flags_publ
         d.admin(max_backlog=None)
         t2 = requests.post(t.url + "/posts", json={"author_id": "loud", "text": "3"}, timeout=5)
         assert t2.status_code == 201 and t2.json()["fanout"]["within_window"] is True  # 60 s window: fine
-    with ServedTarget("feed", threshold=1000, fanout_rate=50, window=1) as t:
+    with ServedTarget(get_case("feed"), threshold=1000, fanout_rate=50, window=1) as t:
         d = HttpFeed(t.url)
         d.add_follows([(f"f{i}", "loud") for i in range(100)])
         requests.post(t.url + "/posts", json={"author_id": "loud", "text": "1"}, timeout=5)

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,9 +21,6 @@ def test_a_run_that_announced_its_length(request):
 def test_a_run_that_did_not():
     time.sleep(2.5)
 '''
-
-
-@pytest.mark.slow  # a child pytest
 def test_a_run_cut_by_the_harness_s_own_limit_is_inconclusive_and_an_announced_one_is_not_cut(tmp_path: Path) -> None:
     props = tmp_path / "properties"
     props.mkdir()

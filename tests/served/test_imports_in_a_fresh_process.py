@@ -7,12 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.unit.test_layout import ROOT, cycles, modules
-
-
-@pytest.mark.slow
 def test_every_module_imports_on_its_own() -> None:
     # one child; before each module, every peakproof, loadtests and targets module is forgotten, so each
     # is imported first, as a user's first import would (a cycle breaks exactly there)
@@ -31,9 +27,6 @@ def test_every_module_imports_on_its_own() -> None:
     proc = subprocess.run([sys.executable, "-c", code, *runnable], capture_output=True, text=True, timeout=300,
                           cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
-
-
-@pytest.mark.slow
 def test_the_import_check_catches_a_module_that_cannot_import_on_its_own(tmp_path: Path) -> None:
     pkg = tmp_path / "cyc"
     pkg.mkdir()

@@ -6,11 +6,9 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
 
 from peakproof.targets._lean import LeanServer, _Connection
 
-pytestmark = pytest.mark.http  # every exchange goes through a server on 127.0.0.1
 
 
 async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -58,9 +58,6 @@ def _locust_parser() -> dict[str, dict[str, Any]]:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.slow
 def test_an_option_on_several_command_lines_has_one_flag_default_and_help_on_each(pytestconfig: pytest.Config) -> None:
     views = {RUN: _run_parser(), PYTEST: _pytest_parser(pytestconfig), LOCUST: _locust_parser()}
     compared = 0

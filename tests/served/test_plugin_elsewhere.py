@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # child pytests
 
 
 def pytest_in(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -61,9 +60,6 @@ def test_the_shipped_properties_run_by_pyargs_from_any_folder_under_the_profile_
 
 SELENIUM_LIKE = ("def pytest_addoption(parser):\n"
                  "    parser.getgroup('selenium').addoption('--driver', choices=['firefox', 'chrome'])\n")
-
-
-@pytest.mark.http  # points the properties at a --target-url (nothing listens there)
 @pytest.mark.parametrize("order", ["before peakproof", "after peakproof"])
 def test_a_plugin_that_owns_driver_leaves_peakproof_s_driver_as_peakproof_driver(tmp_path: Path, order: str) -> None:
     # pytest-selenium adds --driver (its webdriver). Loaded before the plugin (-p): --driver is taken;

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
 import requests
 
 from peakproof.launch import ServedTarget
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 
 def test_a_calls_recorded_latency_lies_between_the_configured_delay_and_what_the_caller_waited() -> None:

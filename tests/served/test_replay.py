@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pytest
 
+from peakproof.cases import get_case
 from peakproof.cases import run_of
 from peakproof.launch import ServedTarget
 from peakproof.replay import Replayer, hooks_for
@@ -21,7 +22,7 @@ from peakproof.spec import RunSpec
 from peakproof.witness import Step, Witness, write_files
 from tests.support.mutants import served
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLD = 0.3  # s: the hold lapses well before its payment at +2 s (beyond the checks' 0.25 s skew); compressed to a
@@ -48,7 +49,7 @@ def selling_lapsed_holds() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def reference() -> Iterator[str]:
-    with ServedTarget("tickets") as t:
+    with ServedTarget(get_case("tickets")) as t:
         yield t.url
 
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from peakproof import nemesis
 from peakproof.history import FAIL, INFO, OK, History
@@ -69,9 +68,6 @@ def test_the_budget_comes_from_the_runs_slo_and_is_none_by_default() -> None:
         request(h, outcome, value)
     assert no_server_errors(h.ops, 0.2).valid is True
     assert no_server_errors(h.ops, 0.1).valid is False
-
-
-@pytest.mark.slow  # a child pytest
 def test_a_property_run_in_which_a_check_had_no_chance_exits_6_naming_it(tmp_path: Path) -> None:
     props = tmp_path / "properties"
     props.mkdir()

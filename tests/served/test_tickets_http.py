@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 import requests
 
 from peakproof.cases.tickets import HttpTickets, check_tickets, concurrent_burst
@@ -12,7 +11,7 @@ from peakproof.checks import assert_checks
 from peakproof.history import OK
 from peakproof.http import HttpClientTransport
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 BURST = dict(capacity=5_000, requests=20_000, threads=16, hold_seconds=600.0, deadline_seconds=240.0)
 

@@ -10,12 +10,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.mark.slow  # a child pip (a build in an isolated environment: a few seconds)
 def test_the_wheel_ships_targets_scenarios_properties_and_the_plugin_under_peakproof(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
                           capture_output=True, text=True, timeout=300)

@@ -10,9 +10,6 @@ from pathlib import Path
 import pytest
 
 from examples.stacks.infra import Stack
-
-
-@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root makes pgserver run PostgreSQL as a user of its own")
 def test_postgres_starts_as_root_while_its_folders_parent_is_made_private_again(tmp_path: Path) -> None:
     # Every new pytest session sets /tmp/pytest-of-root back to 0700 while pgserver has opened it to its

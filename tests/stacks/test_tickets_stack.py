@@ -30,9 +30,10 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.runs import ROOT, decided, locust_verdict, peakproof, undecided_by_a_neighbour, verdict_of
+from tests.support.runs import (ROOT, decided, locust_verdict, peakproof, skip_when_a_neighbour_left_it_undecided,
+                                verdict_of)
 
-pytestmark = [pytest.mark.http, pytest.mark.slow]
+
 
 # the shop's own processes: named as a neighbour, discovery missed a part of the target
 COMPONENTS = ("gunicorn", "postgres", "expiry")
@@ -137,8 +138,7 @@ def test_peakproof_run_passes_the_load_with_the_shops_rule_stated(shop: str, rep
     out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", shop, *ADMIN, *RULES, *LOAD,
                     "--report-dir", reports, "--replay-seconds", "60")
     verdict = verdict_of(out)
-    if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
-        return
+    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
     assert out.returncode == 0, verdict
     assert "peakproof verdict for tickets: PASS" in verdict and "[ok] load scenario tickets-opening" in verdict, verdict
     assert "rule: release lag (s): 3" in verdict, verdict
@@ -184,8 +184,7 @@ def test_a_shop_whose_database_is_slow_fails_its_latency_naming_the_busiest_comp
     out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", slow_shop, *ADMIN, *RULES, *SLOW_LOAD,
                     "--report-dir", reports)
     verdict = verdict_of(out)
-    if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
-        return
+    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
     assert out.returncode == 1 and "peakproof verdict for tickets: FAIL" in verdict, verdict
     assert "[FAIL] reserve p99 latency" in verdict, verdict
     assert "the target's busiest component: " in verdict, verdict
@@ -228,8 +227,7 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
          "--host", shop, "--driver", DRIVER, *ADMIN, *RULES, "--scale", "0.01", "--report-dir", reports],
         cwd=ROOT, capture_output=True, text=True, timeout=300))
     text = out.stdout + out.stderr
-    if undecided_by_a_neighbour(out, COMPONENTS):  # a busy machine: the neighbour named, nothing FAILed
-        return
+    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
     assert out.returncode == 0, locust_verdict(out)
     assert "[ok] no_oversell: Actual 0 violations" in text, text[-5000:]
     assert "[ok] offered_load_matches_curve" in text and "release lag" in text, text[-5000:]

@@ -18,6 +18,8 @@ Its processes: this one (it owns the socket) and the reference behind it.
 from __future__ import annotations
 
 import argparse
+
+from peakproof.cases import get_case
 import http.client
 import signal
 import socket
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from peakproof.launch import ServedTarget
 
-    with ServedTarget("tickets") as backend:
+    with ServedTarget(get_case("tickets")) as backend:
         host, port = backend.url.split("//", 1)[1].split("/", 1)[0].split(":")
         ThreadingHTTPServer.daemon_threads = True
         ThreadingHTTPServer.request_queue_size = 2048

@@ -658,6 +658,7 @@ def main(argv: list[str]) -> int:
 
 def served(mutant: str, **options: Any) -> Any:
     """A :class:`peakproof.launch.ServedTarget` that serves ``mutant`` instead of the reference."""
+    from peakproof.cases import get_case
     from peakproof.launch import ServedTarget
 
     class MutantTarget(ServedTarget):
@@ -666,7 +667,7 @@ def served(mutant: str, **options: Any) -> Any:
             i = cmd.index("peakproof")
             return cmd[:i] + ["tests.support.mutants", mutant] + cmd[i + 1:]
 
-    return MutantTarget(MUTANTS[mutant][0], **options)
+    return MutantTarget(get_case(MUTANTS[mutant][0]), **options)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Running the harness and services as a user does, for the tests of every tier: a process that says where it
 listens (``started``), the provider simulator (``providers``), an example service (``service``),
 ``python -m peakproof`` (``peakproof``, a run undecided by a neighbour run again: ``decided``), and the verdict's
-lines read back (``verdict_of``, ``locust_verdict``, ``undecided_by_a_neighbour``); the properties and a load
+lines read back (``verdict_of``, ``locust_verdict``); a test a neighbour left undecided skips, saying so
+(``skip_when_a_neighbour_left_it_undecided``); the properties and a load
 against a URL (``properties_against``, ``load_against``), a run's result and the excerpt a failure shows."""
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import re
 import subprocess
 import sys
 import time
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
+
+import pytest
 
 from tests.support.locust_run import run_locust
 
@@ -102,25 +104,30 @@ def peakproof(*args: str, timeout: float = 420, again: bool = True) -> subproces
 CONTENTION = ("a neighbour took CPU the run needed", "the harness took CPU the target needed")
 
 
-def undecided_by_a_neighbour(out: subprocess.CompletedProcess[str], components: Sequence[str] = ()) -> bool:
-    """INCONCLUSIVE because this machine's CPU was taken (a busy host, ``busy-neighbour``), naming what took it,
-    and no promise FAILed: besides the outcome a test expects, the one that is true on such a machine. A test
-    that expects a PASS or a latency FAIL accepts it (after :func:`decided`'s runs), as the quality tier does.
+def undecided_by_a_neighbour(out: subprocess.CompletedProcess[str] | tuple[int, str],
+                             components: Sequence[str] = ()) -> str:
+    """Why the run was INCONCLUSIVE because this machine's CPU was taken (a busy host, ``busy-neighbour``),
+    naming what took it, with no promise FAILed ("" when it was not): besides the outcome a test expects, the
+    one that is true on such a machine. ``out``: a finished process, or (exit code, its output).
     ``components``: the target's own process names (postgres, celery...): named as the neighbour, they make it
     the harness's error (the target's parts counted outside it), never accepted."""
-    text = out.stdout + out.stderr
+    code, text = (out.returncode, out.stdout + out.stderr) if isinstance(out, subprocess.CompletedProcess) else out
     named = re.findall(r"the busiest over the stage: ([^)]*)\)", text)
     if any(c in n for n in named for c in components):
-        return False
-    accepted = out.returncode == 2 and any(c in text for c in CONTENTION) and "[FAIL]" not in text
-    if accepted:  # listed in the session's warnings summary: a quiet machine's run shows none
-        why = next((line.strip() for line in text.splitlines() if any(c in line for c in CONTENTION)), "")
-        warnings.warn(NeighbourUndecided(f"accepted an INCONCLUSIVE naming a neighbour: {why[:300]}"))
-    return accepted
+        return ""
+    if code != 2 or "[FAIL]" in text or not any(c in text for c in CONTENTION):
+        return ""
+    return next((line.strip() for line in text.splitlines() if any(c in line for c in CONTENTION)), "")
 
 
-class NeighbourUndecided(UserWarning):
-    """A test accepted an INCONCLUSIVE naming a neighbour instead of the verdict it expects of a quiet machine."""
+def skip_when_a_neighbour_left_it_undecided(out: subprocess.CompletedProcess[str] | tuple[int, str],
+                                            components: Sequence[str] = ()) -> None:
+    """Skip the test, saying why, when its run (after :func:`decided`'s reruns, where the test asks for them)
+    came out INCONCLUSIVE because a neighbour took this machine's CPU: the test could not be decided here,
+    which is neither its pass nor its failure (a quiet machine's run skips none)."""
+    why = undecided_by_a_neighbour(out, components)
+    if why:
+        pytest.skip(f"not decided on this machine: the run was INCONCLUSIVE naming a neighbour ({why[:300]})")
 
 
 def decided(run: Callable[[], subprocess.CompletedProcess[str]], tries: int = 3) -> subprocess.CompletedProcess[str]:

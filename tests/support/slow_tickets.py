@@ -15,6 +15,8 @@ Its processes: this one (it owns the socket), its workers, and the reference beh
 from __future__ import annotations
 
 import argparse
+
+from peakproof.cases import get_case
 import fcntl
 import http.client
 import os
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     sock.bind(("127.0.0.1", args.port))
     sock.listen(2048)  # gunicorn's default backlog: a burst waits in the kernel, as it would there
     lock_path = os.path.join(tempfile.mkdtemp(prefix="slow-tickets-"), "lock")
-    with ServedTarget("tickets") as backend:
+    with ServedTarget(get_case("tickets")) as backend:
         host, port = backend.url.split("//", 1)[1].split("/", 1)[0].split(":")
         kids = []
         for _ in range(args.workers):

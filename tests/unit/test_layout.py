@@ -52,8 +52,59 @@ def module_imports(name: str, source: str | None = None, known: set[str] | None 
                 continue
             subs = {f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known}
             found |= subs or {mod}
-    # a package importing its own submodules is how a package re-exports; a cycle is anything else
-    return {m for m in found if m != name and not m.startswith(name + ".")}
+    # A package face importing its own submodules re-exports them: an edge like any other, so a submodule
+    # that imports its face back closes a loop (package faces count).
+    return {m for m in found | dynamic_imports(name, text, known) if m != name}
+
+
+# Loads by a name no literal in the module spells, and where such a name can point. A new one fails
+# test_every_load_by_a_computed_name_is_declared until it is declared here.
+DYNAMIC_REACH = {
+    "peakproof.case": ("peakproof.models.",),  # Case.model_module(): the case's ported model
+    "peakproof.driver": (),  # driver_class: the user's --driver module, outside the package
+}
+
+
+def _is_import_module(node: ast.AST) -> bool:
+    f = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(f, ast.Attribute) and f.attr == "import_module") or \
+        (isinstance(f, ast.Name) and f.id in ("import_module", "__import__"))
+
+
+def dynamic_imports(name: str, source: str, known: set[str], *, strict: bool = False) -> set[str]:
+    """The modules ``name`` loads through ``importlib.import_module`` (a load the static reader misses):
+    a literal name; a name ending in a literal (``f"{package}.checkup"``: every module so named) or
+    starting with one (``"peakproof.models." + x``: every module under it); a package walking its own
+    ``__path__`` (the registry): each of its subpackages; a name from the module's own literals
+    (``_PUBLIC``'s table); else what :data:`DYNAMIC_REACH` declares (``strict``: raise for an undeclared one)."""
+    tree = ast.parse(source)
+    literals = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    walks_own_path = "iter_modules" in source and "__path__" in source
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not _is_import_module(node) or not node.args:  # type: ignore[attr-defined]
+            continue
+        arg = node.args[0]  # type: ignore[attr-defined]
+        parts = arg.values if isinstance(arg, ast.JoinedStr) else [arg.left, arg.right] \
+            if isinstance(arg, ast.BinOp) else [arg]
+        head = parts[0].value if isinstance(parts[0], ast.Constant) and isinstance(parts[0].value, str) else ""
+        tail = parts[-1].value if isinstance(parts[-1], ast.Constant) and isinstance(parts[-1].value, str) else ""
+        if isinstance(arg, ast.Constant):
+            found |= {arg.value} & known
+        elif tail.startswith("."):
+            found |= {m for m in known if m.endswith(tail)}
+        elif head:
+            found |= {m for m in known if m.startswith(head)}
+        elif walks_own_path:
+            found |= {m for m in known if m.startswith(name + ".") and m.count(".") == name.count(".") + 1}
+        elif {lit for lit in literals if lit in known}:
+            found |= {lit for lit in literals if lit in known}
+        elif name in DYNAMIC_REACH:
+            found |= {m for m in known for prefix in DYNAMIC_REACH[name] if m.startswith(prefix)}
+        elif strict:
+            raise AssertionError(f"{name}:{node.lineno} loads a module by a computed name no rule reads: "
+                                 f"declare where it can point in DYNAMIC_REACH")
+    return found
 
 
 def top_level_imports(name: str, source: str, known: set[str]) -> set[str]:
@@ -141,6 +192,86 @@ def test_the_reader_sees_the_loops_the_top_level_reader_missed() -> None:
                              ["pkg.options", "pkg.registry", "pkg.options"]]
 
 
+def test_every_load_by_a_computed_name_is_declared() -> None:
+    known = set(modules()) | {"peakproof"}
+    for m in modules():
+        dynamic_imports(m, module_file(m).read_text(encoding="utf-8"), known, strict=True)
+
+
+def test_the_reader_counts_a_package_face_and_the_loads_importlib_makes() -> None:
+    known = {"pkg", "pkg.cases", "pkg.cases.a", "pkg.cases.a.case", "pkg.cases.a.checkup", "pkg.tool"}
+    face = "from .case import CASE\n"
+    record = "def drivers():\n    from . import OVER_HTTP\n    return OVER_HTTP\n"
+    registry = "import importlib, pkgutil\nfor m in pkgutil.iter_modules(__path__):\n" \
+               "    importlib.import_module(f'{__name__}.{m.name}')\n"
+    tool = "import importlib\ndef checkup(package):\n    return importlib.import_module(f'{package}.checkup')\n"
+    assert module_imports("pkg.cases.a.case", record, known) == {"pkg.cases.a"}  # the face, counted
+    assert cycles({"pkg.cases.a": module_imports("pkg.cases.a", face, known) | {"pkg.cases.a.case"},
+                   "pkg.cases.a.case": module_imports("pkg.cases.a.case", record, known)}) == \
+        [["pkg.cases.a", "pkg.cases.a.case", "pkg.cases.a"]]
+    assert dynamic_imports("pkg.cases", registry, known) == {"pkg.cases.a"}
+    assert dynamic_imports("pkg.tool", tool, known) == {"pkg.cases.a.checkup"}
+
+
+# The layers, bottom to top: a module imports from its own layer or those below, never above. Each process's
+# entry point builds the run record (peakproof.cases.run_of) and hands the case object down; the stages get
+# it, never a name; the cases know nothing of the stages; the machinery knows no case.
+ENTRY_POINTS = {"peakproof.cli", "peakproof.__main__", "peakproof.pytest_plugin", "peakproof.pytest_session",
+                "peakproof.load.engine", "peakproof.replay_cli"}
+REGISTRY = "peakproof.cases"
+STAGES = {"peakproof", "peakproof.runner", "peakproof.plan", "peakproof.replay", "peakproof.shrink",
+          "peakproof.drivertool", "peakproof.scaffold"}  # and peakproof.load.*, its Locust process's entry aside
+LAYER_NAMES = ("machinery", "a case package", "the stages", "the registry", "an entry point")
+
+
+def layer(module: str) -> int:
+    if module in ENTRY_POINTS:
+        return 4
+    if module == REGISTRY:
+        return 3
+    if module in STAGES or module.startswith("peakproof.load."):
+        return 2
+    if module.startswith(REGISTRY + "."):
+        return 1
+    return 0
+
+
+def test_no_module_imports_one_on_a_layer_above_it() -> None:
+    graph = {m: module_imports(m) for m in [*modules(), "peakproof"]}
+    upward = [f"{m} ({LAYER_NAMES[layer(m)]}) imports {d} ({LAYER_NAMES[layer(d)]})"
+              for m in sorted(graph) for d in sorted(graph[m]) if d in graph and layer(d) > layer(m)]
+    assert upward == [], "every import counts: module level, in functions, TYPE_CHECKING, package faces, importlib"
+
+
+def calls_to(source: str, names: set[str]) -> list[str]:
+    """``name(...)`` or ``x.name(...)`` calls of ``names`` in ``source``, as name:line."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if called in names:
+                out.append(f"{called}:{node.lineno}")
+    return out
+
+
+def test_below_the_entry_points_no_case_is_looked_up_by_name_and_no_driver_string_resolved() -> None:
+    lookups = {m: calls_to(module_file(m).read_text(encoding="utf-8"), {"get_case", "all_cases", "run_of"})
+               for m in modules() if m not in ENTRY_POINTS and m != REGISTRY}
+    assert {m: c for m, c in lookups.items() if c} == {}
+    # the driver string becomes a class at one place: the run record's (peakproof.run.Run.of)
+    resolving = {m for m in modules() if calls_to(module_file(m).read_text(encoding="utf-8"), {"driver_class"})}
+    assert resolving == {"peakproof.run"}
+
+
+def test_the_layer_rule_sees_an_upward_import() -> None:
+    known = {"peakproof.driver", "peakproof.cases", "peakproof.cases.a", "peakproof.cases.a.case"}
+    lazy = "def drivers(spec):\n    from .cases import get_case\n    return get_case(spec.case)\n"
+    found = module_imports("peakproof.driver", lazy, known)
+    assert found == {"peakproof.cases"} and layer("peakproof.cases") > layer("peakproof.driver")
+    assert calls_to(lazy, {"get_case"}) == ["get_case:3"]
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c", "a"]]
 
@@ -178,8 +309,6 @@ def test_the_seed_s_peaks_are_computed_by_the_models_not_written_out() -> None:
     assert peakproof.__name__ == "peakproof"
 
 
-# marked slow only so that the markers' guard (tests/conftest.py) lets the start through to this tier's own
-@pytest.mark.slow
 def test_a_unit_test_that_starts_a_process_or_opens_a_socket_fails_saying_where_it_belongs() -> None:
     import socket
     import subprocess

@@ -43,18 +43,12 @@ def assert_held_except_unread_statuses(r: dict) -> None:
     assert not any(x.failed for x in r.values()), [x.summary() for x in r.values() if x.failed]
     undecided = {k for k, x in r.items() if x.valid is not True}
     assert undecided <= {"status_matches_providers", "status_moves_forward"}, [r[k].summary() for k in undecided]
-
-
-@pytest.mark.slow
 def test_cascade_delivers_at_least_99_percent_once_each_at_the_seed_s_call_rate() -> None:
     d, r = run_peak(10_000)
     assert r["delivery_ratio_at_least"].valid is True
     assert_held_except_unread_statuses(r)
     per_notification = len(d.provider_calls()) / 10_000
     assert 1.0 < per_notification < 1.12  # the seed's cascade: 1.079
-
-
-@pytest.mark.slow
 def test_with_push_down_the_cascade_holds_and_the_breaker_saves_the_wasted_calls() -> None:
     down = ProviderConfig(down=("push",))
     d_on, r_on = run_peak(10_000, providers=down)
@@ -70,9 +64,6 @@ def test_with_push_down_the_cascade_holds_and_the_breaker_saves_the_wasted_calls
     on, off = r_on["breaker_opens_when_due"], r_off["breaker_opens_when_due"]
     assert on.valid is True and on.chances >= 1 and on.due_ended()["violated"] == 0, on.summary()
     assert off.valid is False and off.due_ended()["violated"] >= 1, off.summary()
-
-
-@pytest.mark.slow
 def test_lost_acknowledgements_never_cause_a_second_delivery() -> None:
     d, r = run_peak(10_000, providers=ProviderConfig(ack_lost=0.05))
     lost = sum(c["outcome"] == "ack_lost" for c in d.provider_calls())
@@ -80,9 +71,6 @@ def test_lost_acknowledgements_never_cause_a_second_delivery() -> None:
     assert r["one_delivery_per_event"].valid is True, r["one_delivery_per_event"].summary()
     assert r["one_delivery_per_event"].counts["duplicate_deliveries"] == 0
     assert_held_except_unread_statuses(r)
-
-
-@pytest.mark.slow
 def test_a_reminder_flood_does_not_delay_urgent_notifications() -> None:
     # bulkheads sized by the seed's peak call rates; reminders arrive at 3x the peak
     capacity = {"push": 954.86, "sms": 434.03, "email": 347.22}

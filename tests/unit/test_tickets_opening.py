@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 
 from peakproof.cases.tickets import InProcessTickets, OpeningWorkload, check_tickets, replay_opening
 from peakproof.history import OK
-
-
-@pytest.mark.slow
 def test_the_seed_scale_opening_sells_exactly_the_quota_and_locks_only_before_sell_out() -> None:
     workload = OpeningWorkload()  # 5,000 quota, 200,000 requests, 60% ask 1 and 40% ask 2
     driver = InProcessTickets()

@@ -6,7 +6,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
-from ...drivertool import Step
+from ...operation_table import Step
 from ...history import FAIL, OK
 from ...operation_table import OperationSpec, tables
 from .analysis import CLIENT_ERRORS
