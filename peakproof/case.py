@@ -103,6 +103,7 @@ class Case:
     # its package's drivers: set by the registry as it reads the package (a case's record never imports its
     # own package back: the package imports it)
     drivers: CaseDrivers | None = None
+    folder: Path | None = None  # its package's folder: set by the registry as it reads the package
 
     def capability(self, name: str) -> "Capability":
         return next(c for c in self.capabilities if c.name == name)
@@ -115,10 +116,28 @@ class Case:
         return self.scenarios + (self.faults if faults else ())
 
     def loadtest_file(self) -> Path:
-        return Path(self.loadtest) if self.loadtest else shipped_file("loadtests", f"{self.name}.py")
+        """Its scenarios' locustfile: its own (``loadtest``), else ``loadtests/<name>.py`` (the current folder's
+        or the package's), else the hand-over to every case folder's ``load.py`` (``loadtests/cases.py``)."""
+        if self.loadtest:
+            return Path(self.loadtest)
+        try:
+            return shipped_file("loadtests", f"{self.name}.py")
+        except UsageError:
+            if self.folder is None or not (self.folder / "load.py").is_file():
+                raise
+            return shipped_file("loadtests", "cases.py")
 
     def properties_file(self) -> Path:
-        return Path(self.properties) if self.properties else shipped_file("properties", f"test_{self.name}.py")
+        """Its properties: its own (``properties``), else ``properties/test_<name>.py`` (the current folder's or
+        the package's), else its folder's ``properties.py``."""
+        if self.properties:
+            return Path(self.properties)
+        try:
+            return shipped_file("properties", f"test_{self.name}.py")
+        except UsageError:
+            if self.folder is None or not (self.folder / "properties.py").is_file():
+                raise
+            return self.folder / "properties.py"
 
     def contract_file(self) -> Path | None:
         """The case's OpenAPI contract (the reference's own), or None for a case without one."""

@@ -348,8 +348,10 @@ def target_from_options(case: str, config: pytest.Config) -> Target:
     spec = spec_for(case, config)
     url = spec.target_url
     if url:
-        path = urlsplit(url).path.rstrip("/")
-        other = [c.name for c in all_cases().values() if c.name != case and c.path and path.endswith(c.path)]
+        path, own = urlsplit(url).path.rstrip("/"), get_case(case).path
+        # a URL of another case's path (unless it is this one's too: a case copied from another serves its reference)
+        other = [c.name for c in all_cases().values() if c.name != case and c.path and path.endswith(c.path)
+                 and not (own and path.endswith(own))]
         if other:
             pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
                         f"{get_case(case).path} (or one with no case path)")

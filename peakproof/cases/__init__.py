@@ -27,6 +27,7 @@ import pkgutil
 from typing import TYPE_CHECKING
 
 from dataclasses import replace
+from pathlib import Path
 
 from ..case import CaseDrivers
 from ..errors import UsageError
@@ -69,7 +70,8 @@ def all_cases() -> dict[str, "Case"]:
         if case is None:
             raise UsageError(f"case package {name}", "a CASE = peakproof.case.Case(...) in its __init__", None)
         try:
-            case = replace(case, drivers=CaseDrivers(module.PROTOCOL, module.IN_PROCESS, module.OVER_HTTP))
+            case = replace(case, drivers=CaseDrivers(module.PROTOCOL, module.IN_PROCESS, module.OVER_HTTP),
+                           folder=Path(module.__file__ or ".").parent)
         except AttributeError as e:
             raise UsageError(f"case package {name}", "PROTOCOL, IN_PROCESS and OVER_HTTP named in its __init__ "
                              "(its driver protocol and its two drivers)", None, f"{e}.") from None
@@ -106,10 +108,16 @@ def run_of(spec: RunSpec) -> "Run":
 
 def all_options() -> list[Option]:
     """The shared options, then every registered case's own."""
-    out = list(SHARED)
+    out = {o.name: o for o in SHARED}
     for case in all_cases().values():
-        out += list(case.options)
-    return out
+        for o in case.options:
+            # Two cases may share an option (a case copied from another, the providers' URL): one flag, added
+            # once; the same name for another flag is the registry's error, said with both.
+            if o.name in out and out[o.name].cli_flag != o.cli_flag:
+                raise UsageError(f"case {case.name}'s option {o.name}", f"the flag {out[o.name].cli_flag} another "
+                                 "case gave that name, or a name of its own", o.cli_flag)
+            out.setdefault(o.name, o)
+    return list(out.values())
 
 
 def option(name: str) -> Option:

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis.stateful import run_state_machine_as_test
 
 from peakproof.pytest_plugin import Target
-from properties.test_tickets import TicketsMachine, contention, interleavings_hold
+from peakproof.cases.tickets.properties import TicketsMachine, contention, interleavings_hold
 from peakproof.targets.tickets import InMemoryStore, LeaseLock, Reservation, TicketsCore
 from peakproof.targets.tickets.core import Change, QuotaRow
 

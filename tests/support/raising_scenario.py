@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadtests.tickets import TicketsSoldOut
+from peakproof.cases.tickets.load import TicketsSoldOut
 from peakproof.load.engine import OpenModelUser, ScenarioShape
 from peakproof.load.scenario import scenario
 

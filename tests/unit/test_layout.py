@@ -217,15 +217,22 @@ def test_the_reader_counts_a_package_face_and_the_loads_importlib_makes() -> Non
 # entry point builds the run record (peakproof.cases.run_of) and hands the case object down; the stages get
 # it, never a name; the cases know nothing of the stages; the machinery knows no case.
 ENTRY_POINTS = {"peakproof.cli", "peakproof.__main__", "peakproof.pytest_plugin", "peakproof.pytest_session",
-                "peakproof.load.engine", "peakproof.replay_cli"}
+                "peakproof.load.engine", "peakproof.replay_cli"}  # and each case folder's load and properties
 REGISTRY = "peakproof.cases"
 STAGES = {"peakproof", "peakproof.runner", "peakproof.plan", "peakproof.replay", "peakproof.shrink",
           "peakproof.drivertool", "peakproof.scaffold"}  # and peakproof.load.*, its Locust process's entry aside
 LAYER_NAMES = ("machinery", "a case package", "the stages", "the registry", "an entry point")
 
 
+def case_entry_file(module: str) -> bool:
+    """A case folder's scenarios (``load``) and properties (``properties``, ``properties_*``): what Locust and
+    pytest load, entry points of the case's own (nothing in the package imports them)."""
+    last = module.rsplit(".", 1)[-1]
+    return module.startswith(REGISTRY + ".") and (last == "load" or last.startswith("properties"))
+
+
 def layer(module: str) -> int:
-    if module in ENTRY_POINTS:
+    if module in ENTRY_POINTS or case_entry_file(module):
         return 4
     if module == REGISTRY:
         return 3
@@ -257,7 +264,7 @@ def calls_to(source: str, names: set[str]) -> list[str]:
 
 def test_below_the_entry_points_no_case_is_looked_up_by_name_and_no_driver_string_resolved() -> None:
     lookups = {m: calls_to(module_file(m).read_text(encoding="utf-8"), {"get_case", "all_cases", "run_of"})
-               for m in modules() if m not in ENTRY_POINTS and m != REGISTRY}
+               for m in modules() if layer(m) < layer(REGISTRY)}
     assert {m: c for m, c in lookups.items() if c} == {}
     # the driver string becomes a class at one place: the run record's (peakproof.run.Run.of)
     resolving = {m for m in modules() if calls_to(module_file(m).read_text(encoding="utf-8"), {"driver_class"})}

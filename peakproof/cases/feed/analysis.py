@@ -18,9 +18,9 @@ import bisect
 import json
 from typing import Any, Iterable
 
-from ...checks import CheckRegistry
-from ...history import OK, History, Op
-from ...slo import op_kind
+from peakproof.checks import CheckRegistry
+from peakproof.history import OK, History, Op
+from peakproof.slo import op_kind
 from .rules import CONTRACT, OrderRules
 
 WRITES = ("follow", "unfollow", "publish", "delete")

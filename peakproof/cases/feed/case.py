@@ -7,10 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ...capabilities import Capability
-from ...case import Case
-from ...options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
-from ...spec import RunSpec
+from peakproof.capabilities import Capability
+from peakproof.case import Case
+from peakproof.options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
+from peakproof.spec import RunSpec
 from .rules import TIES, OrderRules
 
 _RULES = frozenset({RUN, LOCUST, PYTEST})
@@ -23,7 +23,7 @@ def rules_of(spec: RunSpec, driver: type | None = None) -> OrderRules:
 
 @lru_cache(maxsize=1)
 def _model() -> dict:
-    from ...models.feed import compute
+    from peakproof.models.feed import compute
 
     return compute()
 

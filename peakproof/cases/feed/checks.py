@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ...checks import CheckResult
-from ...history import History, Op
+from peakproof.checks import CheckResult
+from peakproof.history import History, Op
 # each registers its checks on import, in this order: the timeline promises, then the answers
 from . import timelines  # noqa: F401  isort: skip
 from . import promises  # noqa: F401  isort: skip

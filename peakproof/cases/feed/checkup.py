@@ -6,9 +6,9 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
-from ...operation_table import Step
-from ...history import OK
-from ...operation_table import OperationSpec, tables
+from peakproof.operation_table import Step
+from peakproof.history import OK
+from peakproof.operation_table import OperationSpec, tables
 
 _POST = '`{"post_id", "author_id", "text", "created_at"}`, `created_at` epoch seconds (`parse_time`)'
 OPERATIONS = (

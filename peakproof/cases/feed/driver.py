@@ -12,12 +12,12 @@ import time
 from typing import Any, Callable, Protocol, runtime_checkable
 from urllib.parse import quote
 
-from ...clock import VirtualClock
-from ...driver import HttpDriver, InProcessDriver
-from ...errors import SetupFailed
-from ...history import OK, History, Op
-from ...http import json_object
-from ...timefmt import parse_time
+from peakproof.clock import VirtualClock
+from peakproof.driver import HttpDriver, InProcessDriver
+from peakproof.errors import SetupFailed
+from peakproof.history import OK, History, Op
+from peakproof.http import json_object
+from peakproof.timefmt import parse_time
 
 
 @runtime_checkable
@@ -136,8 +136,8 @@ class HttpFeed(HttpDriver):
                             {"follows": [list(p) for p in part]}, _added, process=process, admin=True,
                             name="POST admin graph", slow=True)  # a million follows take minutes
             if op.type != OK:
-                from ...capabilities import no_route
-                from ...errors import OffContract
+                from peakproof.capabilities import no_route
+                from peakproof.errors import OffContract
 
                 if no_route(op):
                     raise OffContract("feed", "POST /admin/graph (bulk follows)", op.value)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping
 
-from ...checks import CheckResult, Measure
-from ...history import OK, History, Op
+from peakproof.checks import CheckResult, Measure
+from peakproof.history import OK, History, Op
 from .analysis import FeedAnalysis
 
 __all__ = ["g2_breach_matches_backlog_arithmetic", "shard_down_feeds_correct_and_not_empty"]

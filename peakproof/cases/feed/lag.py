@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ...history import OK, History, Op
-from ...report import Chart
-from ...slo import statistic
+from peakproof.history import OK, History, Op
+from peakproof.report import Chart
+from peakproof.slo import statistic
 from .analysis import FeedAnalysis
 
 __all__ = ["WATCH_PREFIX", "POLLS_PER_WINDOW", "visibility_lags", "lag_charts", "percentile"]

@@ -3,8 +3,8 @@ asked. In ``FEED_CHECKS``; :mod:`peakproof.cases.feed.checks` re-exports it."""
 
 from __future__ import annotations
 
-from ...checks import CheckResult, Violations, judge_answer
-from ...history import OK
+from peakproof.checks import CheckResult, Violations, judge_answer
+from peakproof.history import OK
 from .analysis import FEED, FeedAnalysis
 
 __all__ = ["answers_belong_to_who_asked"]

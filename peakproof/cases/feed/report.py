@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...checks import CheckResult
-from ...history import OK, History
-from ...report import Chart
+from peakproof.checks import CheckResult
+from peakproof.history import OK, History
+from peakproof.report import Chart
 from .analysis import FeedAnalysis
 from .checks import check_feed
 from .lag import lag_charts, percentile, visibility_lags

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...checks import CheckResult, Due, Violations
-from ...history import Op
-from ...timefmt import moment
+from peakproof.checks import CheckResult, Due, Violations
+from peakproof.history import Op
+from peakproof.timefmt import moment
 from .analysis import FEED, FeedAnalysis, _items, _multi_item_reads
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...checks import CheckResult
-from ...history import OK, Op
-from ...witness import CaseWitness, Step
+from peakproof.checks import CheckResult
+from peakproof.history import OK, Op
+from peakproof.witness import CaseWitness, Step
 
 
 class FeedWitness(CaseWitness):

@@ -28,7 +28,7 @@ class FeedWorkload:
     NEWCOMER_FOLLOWS = 20
 
     def __init__(self, scale: float, time_scale: float = 1.0, seed: int = 20260730, prefix: str = "") -> None:
-        from ...models.feed import FeedParams, compute, followers
+        from peakproof.models.feed import FeedParams, compute, followers
 
         if not 2 <= round(1_000_000 * scale):
             raise ValueError(f"scale must give at least 2 users (scale x 1,000,000); got {scale}")

@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from ...checks import CheckRegistry
-from ...history import OK, History, Op
+from peakproof.checks import CheckRegistry
+from peakproof.history import OK, History, Op
 
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}  # a recipient's address on each channel

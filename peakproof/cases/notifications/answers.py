@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ...checks import CheckResult, Violations, judge_answer
-from ...history import OK
+from peakproof.checks import CheckResult, Violations, judge_answer
+from peakproof.history import OK
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
 __all__ = ["answers_belong_to_who_asked"]

@@ -17,9 +17,9 @@ from __future__ import annotations
 import bisect
 from typing import Any, NamedTuple
 
-from ... import providers as pv
-from ...checks import CheckResult, Due, Violations, due_counts
-from ...timefmt import moment
+from peakproof import providers as pv
+from peakproof.checks import CheckResult, Due, Violations, due_counts
+from peakproof.timefmt import moment
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
 from .choice import DECIDED_BEFORE, addressed, chosen_answers, chosen_permanent, count_reached, possible_probe
 

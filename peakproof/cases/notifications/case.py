@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ...capabilities import Capability
-from ...case import Case
-from ...options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
-from ...spec import RunSpec
+from peakproof.capabilities import Capability
+from peakproof.case import Case
+from peakproof.options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
+from peakproof.spec import RunSpec
 from .checks import DeliveryRules
 
 _RULES = frozenset({RUN, LOCUST, PYTEST, SERVE})
@@ -17,7 +17,7 @@ _RULES = frozenset({RUN, LOCUST, PYTEST, SERVE})
 
 def peak_rate() -> float:
     """Notifications/s at the seed's peak (BI1-BI3), from the ported model: 1,736.11."""
-    from ...models.notifications import NotificationsParams, scale
+    from peakproof.models.notifications import NotificationsParams, scale
 
     return float(scale(NotificationsParams())["peak_per_s"])
 
@@ -54,7 +54,7 @@ def light_options() -> dict[str, object]:
 def serve(args: argparse.Namespace, db: Path, policy: str) -> None:
     from peakproof.targets.notifications.server import serve as serve_notifications
 
-    from ...errors import UsageError
+    from peakproof.errors import UsageError
 
     if not args.provider_url:
         raise UsageError("--provider-url", "the providers' base URL", None,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ...checks import CheckResult
-from ...history import History, Op
+from peakproof.checks import CheckResult
+from peakproof.history import History, Op
 from . import delivery  # noqa: F401  isort: skip  (each registers its checks, in this order)
 from . import breaker  # noqa: F401  isort: skip
 from . import priority  # noqa: F401  isort: skip

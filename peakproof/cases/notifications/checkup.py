@@ -6,9 +6,9 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
-from ...operation_table import Step
-from ...history import FAIL, OK
-from ...operation_table import OperationSpec, tables
+from peakproof.operation_table import Step
+from peakproof.history import FAIL, OK
+from peakproof.operation_table import OperationSpec, tables
 
 OPERATIONS = (
     OperationSpec("notify", ("event_id", "recipient_id", "priority", "title", "body"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from ... import providers as pv
+from peakproof import providers as pv
 from .analysis import NotificationsAnalysis
 
 __all__ = ["DECIDED_BEFORE", "addressed", "count_reached", "forced", "possible_probe", "chosen_answers", "chosen_permanent"]

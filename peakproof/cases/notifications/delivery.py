@@ -8,8 +8,8 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 
-from ...checks import CheckResult, Measure, Violations
-from ...history import OK, Op
+from peakproof.checks import CheckResult, Measure, Violations
+from peakproof.history import OK, Op
 from .analysis import NOTIFICATIONS, STATUS_RANK, NotificationsAnalysis
 
 
@@ -168,7 +168,7 @@ def formatting_within_channel_limits(a: NotificationsAnalysis) -> CheckResult:
 def urgent_mean_latency(a: NotificationsAnalysis, limit: float = 5.0) -> CheckResult:
     """SLO (BI5): the mean time from acceptance to the first delivery, over delivered urgent
     notifications, at most ``limit`` s. Judged by :class:`peakproof.slo.Threshold`, like every SLO."""
-    from ...slo import Latencies, Threshold
+    from peakproof.slo import Latencies, Threshold
 
     samples = [(op.invoke_time, min(d["at"] for d in a.delivered[key]) - op.invoke_time)
                for key, op in a.accepted.items() if op.args.get("priority") == "urgent" and a.delivered.get(key)]

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ...clock import VirtualClock
-from ...driver import HttpDriver, InProcessDriver
-from ...history import History, Op
-from ...http import json_object
-from ...providers import ProviderConfig, ProviderSim
-from ...timefmt import parse_time
+from peakproof.clock import VirtualClock
+from peakproof.driver import HttpDriver, InProcessDriver
+from peakproof.history import History, Op
+from peakproof.http import json_object
+from peakproof.providers import ProviderConfig, ProviderSim
+from peakproof.timefmt import parse_time
 
 
 @runtime_checkable
@@ -211,7 +211,7 @@ class Providers(HttpDriver):
         op, doc = self.side_call("provider_calls", "GET", f"{self.base}/calls", parse=_calls,
                                  keep=lambda d: {"calls": len(d["calls"])}, slow=True)
         if doc is None:
-            from ...errors import TargetError
+            from peakproof.errors import TargetError
 
             raise TargetError(f"the providers' record at {self.base}/calls could not be read: "
                               f"{op.value} {op.error or ''}".strip())
@@ -226,7 +226,7 @@ def provider_record(driver: Any, provider_url: str | None, history: History | No
         return own()
     if provider_url:
         return Providers(provider_url, history=history if history is not None else driver.history).calls()
-    from ...capabilities import CapabilityMissing
+    from peakproof.capabilities import CapabilityMissing
     from .case import CAPABILITIES
 
     raise CapabilityMissing(next(c for c in CAPABILITIES if c.name == "providers_record"),

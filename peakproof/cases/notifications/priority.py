@@ -13,7 +13,7 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from ...checks import CheckResult, Violations
+from peakproof.checks import CheckResult, Violations
 from .analysis import NOTIFICATIONS, NotificationsAnalysis
 
 __all__ = ["MIN_HELD", "BACKLOG_TIMES", "AHEAD_SHARE", "urgent_overtakes_reminder_backlog",

@@ -13,9 +13,9 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
-from ...checks import CheckResult
-from ...history import History
-from ...report import Chart
+from peakproof.checks import CheckResult
+from peakproof.history import History
+from peakproof.report import Chart
 from .analysis import DeliveryRules, NotificationsAnalysis
 from .checks import check_analysis
 from .delivery import urgent_mean_latency

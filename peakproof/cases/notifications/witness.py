@@ -11,9 +11,9 @@ import re
 import time
 from typing import Any, Sequence
 
-from ...checks import CheckResult
-from ...history import OK, Op
-from ...witness import CaseWitness, Step
+from peakproof.checks import CheckResult
+from peakproof.history import OK, Op
+from peakproof.witness import CaseWitness, Step
 
 _EVENT = re.compile(r"event '([^']+)'")
 _RECIPIENT = re.compile(r"recipient '([^']+)'")
@@ -75,7 +75,7 @@ class NotificationsWitness(CaseWitness):
         """Per recipient, the channels on which the providers answered its found notifications ``permanent``
         (its address is dead there; a suppression list remembers it) and those that answered every call
         ``transient`` (down for it), from the providers' record; a note when the record cannot be read."""
-        from ...history import History
+        from peakproof.history import History
         from .driver import Providers
 
         url = spec.opt("provider_url")
@@ -112,7 +112,7 @@ class NotificationsWitness(CaseWitness):
     def prepare(self, spec: Any, state: dict[str, Any], setup: list[dict[str, Any]]) -> None:
         """The providers told to answer this try's recipients as the found ones were answered: the fresh
         addresses dead where the found ones answered permanent, a channel down where every call failed."""
-        from ...history import History
+        from peakproof.history import History
         from .driver import Providers
 
         url, found = spec.opt("provider_url"), state.get("recipients") or {}
@@ -139,7 +139,7 @@ class NotificationsWitness(CaseWitness):
     def checks(self, driver: Any, ops: list[Op], spec: Any) -> list[CheckResult]:
         """The case's checks, once the providers' record of these recipients has been quiet for a round (a
         backoff and an answer's wait: a retry due would have come), or after :data:`SETTLE_MAX`."""
-        from ...history import History
+        from peakproof.history import History
         from .case import rules_of
         from .checks import check_notifications
         from .driver import provider_record

@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ...checks import CheckRegistry
-from ...history import FAIL, INFO, OK, History, Op
+from peakproof.checks import CheckRegistry
+from peakproof.history import FAIL, INFO, OK, History, Op
 from .rules import Tolerance
 
 INF = math.inf

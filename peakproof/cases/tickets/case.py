@@ -6,17 +6,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ...capabilities import Capability
-from ...case import Case
-from ...options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
-from ...spec import RunSpec
+from peakproof.capabilities import Capability
+from peakproof.case import Case
+from peakproof.options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
+from peakproof.spec import RunSpec
 
+# The case's name: its scenarios, options and fixtures are named from it. A copy of this folder as a case of
+# its own renames it here (tests/e2e/test_fifth_case.py does).
+NAME = "tickets"
 OPENING_PROMISES = ("no_oversell", "no_valid_rejection", "stock_is_conserved")
 
 
 def peak_rate() -> float:
     """The opening's requests/s at the seed's full scale (BS1-BS3), from the ported model: 20,000."""
-    from ...models.tickets import TicketsParams, scale
+    from peakproof.models.tickets import TicketsParams, scale
 
     return float(scale(TicketsParams())["peak_rps"])
 
@@ -56,7 +59,7 @@ CAPABILITIES = (
                ALL_CHECKS, "no scenario and no property can run: each needs a quota whose capacity it knows"),
     Capability("faults", "fault hooks: stall, kill or restart the lock holder", ("nemesis",),
                ("sales_resume_within_the_lease", "decisions_within_100ms_outside_faults"),
-               "tickets-lease-faults cannot put its faults in"),
+               f"{NAME}-lease-faults cannot put its faults in"),
 )
 _RULES = frozenset({RUN, LOCUST, PYTEST})
 
@@ -110,10 +113,10 @@ def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
 
 
 CASE = Case(
-    "tickets", "/tickets", "Case T: the ticket opening", "peakproof.cases.tickets",
-    ("pessimistic", "optimistic", "none"), ("tickets-opening",), ("tickets-lease-faults",),
-    calibration="tickets-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
-    scenario_scale={"tickets-lease-faults": 0.5},  # every decision takes the lock
+    NAME, "/tickets", "Case T: the ticket opening", __name__.rpartition(".")[0],
+    ("pessimistic", "optimistic", "none"), (f"{NAME}-opening",), (f"{NAME}-lease-faults",),
+    calibration=f"{NAME}-calibrate", peak_rate=peak_rate, default_scale=0.15, default_time_scale=24.0,
+    scenario_scale={f"{NAME}-lease-faults": 0.5},  # every decision takes the lock
     # The calibration times the cheapest request (a reserve) with the target answering in time; the opening mixes
     # holds, confirms, cancels and reads, each a write of the quota row. Measured on one 2-core host, the
     # reference on a core of its own held the mix at 12,600/s (p99 20 ms) and 13,400/s (p99 12 ms) and missed it

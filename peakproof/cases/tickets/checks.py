@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ...checks import CheckResult
-from ...history import History, Op
+from peakproof.checks import CheckResult
+from peakproof.history import History, Op
 from . import invariants, promises  # noqa: F401  (each registers its checks)
 from .analysis import TICKETS, TicketsAnalysis
 from .invariants import (expired_hold_is_never_sold, no_oversell, no_valid_rejection, reservation_is_idempotent,

@@ -6,9 +6,9 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
-from ...operation_table import Step
-from ...history import FAIL, OK
-from ...operation_table import OperationSpec, tables
+from peakproof.operation_table import Step
+from peakproof.history import FAIL, OK
+from peakproof.operation_table import OperationSpec, tables
 from .analysis import CLIENT_ERRORS
 
 _RES = ("reservation_id", "quota_id", "buyer_id", "quantity", "status", "expires_at")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ...clock import VirtualClock
-from ...driver import HttpDriver, InProcessDriver
-from ...history import History, Op
-from ...timefmt import parse_time
+from peakproof.clock import VirtualClock
+from peakproof.driver import HttpDriver, InProcessDriver
+from peakproof.history import History, Op
+from peakproof.timefmt import parse_time
 from .rules import Tolerance
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from ...checks import CheckResult, Due, Violations
-from ...history import INFO, OK, Op
-from ...timefmt import moment
+from peakproof.checks import CheckResult, Due, Violations
+from peakproof.history import INFO, OK, Op
+from peakproof.timefmt import moment
 from .analysis import INF, TICKETS, TicketsAnalysis, _key, _prefix, _sweep
 
 

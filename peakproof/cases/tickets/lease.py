@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ... import nemesis
-from ...checks import CheckResult, Measure
-from ...history import OK, History, Op
-from ...slo import statistic
+from peakproof import nemesis
+from peakproof.checks import CheckResult, Measure
+from peakproof.history import OK, History, Op
+from peakproof.slo import statistic
 
 __all__ = ["first_sales", "sales_resume_within_the_lease", "decisions_within_100ms_outside_faults"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...checks import CheckResult, Violations, judge_answer
-from ...history import FAIL, OK, Op
+from peakproof.checks import CheckResult, Violations, judge_answer
+from peakproof.history import FAIL, OK, Op
 from .analysis import INF, TICKETS, TicketsAnalysis, _key
 
 __all__ = ["hold_honoured_until_it_expires", "answers_belong_to_who_asked"]

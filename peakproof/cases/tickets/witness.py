@@ -8,9 +8,9 @@ import bisect
 import re
 from typing import Any, Sequence
 
-from ...checks import CheckResult
-from ...history import OK, Op
-from ...witness import CaseWitness, Step
+from peakproof.checks import CheckResult
+from peakproof.history import OK, Op
+from peakproof.witness import CaseWitness, Step
 
 _QUOTA = re.compile(r"quota '([^']+)'")
 _ID = re.compile(r"'([^']+)'")

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ...clock import VirtualClock
-from ...history import FAIL, INFO, OK, History
+from peakproof.clock import VirtualClock
+from peakproof.history import FAIL, INFO, OK, History
 from .driver import InProcessTickets, TicketsDriver, _quota, _res
 
 
@@ -136,7 +136,7 @@ def interleaved_reservations(policy: str, capacity: int, quantities: list[int], 
     from peakproof.targets.tickets import InMemoryStore, TicketError, TicketsCore
     from peakproof.targets.tickets.core import Wait
 
-    from ...interleave import Scheduler
+    from peakproof.interleave import Scheduler
 
     clock = VirtualClock()
     core = (make_core or TicketsCore)(InMemoryStore(), clock, policy=policy, retry_budget=retry_budget,
