@@ -10,7 +10,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from peakproof.pytest_plugin import Target
 from peakproof.targets.feed import FeedCore
 
-from properties.test_feed import CAP, THRESHOLD, FeedMachine
+from peakproof.cases.feed.properties import CAP, THRESHOLD, FeedMachine
 
 from . import fixed_budget
 from .test_tickets_quality import failure_text

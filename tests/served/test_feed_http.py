@@ -20,7 +20,7 @@ from peakproof.checks import assert_checks
 from peakproof.launch import ServedTarget
 
 from peakproof.pytest_plugin import Target
-from properties.test_feed import FeedMachine
+from peakproof.cases.feed.properties import FeedMachine
 
 from tests.quality import fixed_budget
 from tests.quality.test_tickets_quality import failure_text

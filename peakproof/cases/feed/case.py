@@ -13,6 +13,9 @@ from peakproof.options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_nega
 from peakproof.spec import RunSpec
 from .rules import TIES, OrderRules
 
+# The case's name: its scenarios and fixtures are named from it (a copy of this folder renames it here).
+NAME = "feed"
+
 _RULES = frozenset({RUN, LOCUST, PYTEST})
 
 
@@ -91,8 +94,9 @@ def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
 
 
 CASE = Case(
-    "feed", "/feed", "Case F: the news feed at peak", "peakproof.cases.feed", ("hybrid", "push", "pull"),
-    ("feed-peak",), ("feed-slow-consumer", "feed-shard-down"), calibration="feed-calibrate", peak_rate=peak_rate,
+    NAME, "/feed", "Case F: the news feed at peak", __name__.rpartition(".")[0], ("hybrid", "push", "pull"),
+    (f"{NAME}-peak",), (f"{NAME}-slow-consumer", f"{NAME}-shard-down"), calibration=f"{NAME}-calibrate",
+    peak_rate=peak_rate,
     default_scale=0.01, max_auto_scale=0.01, default_time_scale=100.0, default_duration=30.0,
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
     latency_checks=("posts_visible_within_window",), rules=rules_of,

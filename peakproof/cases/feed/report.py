@@ -1,6 +1,6 @@
 """What a feed scenario's report shows, from its history and what it observed: pure functions.
 
-The scenarios in ``loadtests/feed.py`` send and watch; everything that turns their history
+The scenarios in ``load.py`` send and watch; everything that turns their history
 into checks, charts and details is here, so it is tested on hand-made histories and a fourth
 reader finds it where the case's checks are. :class:`FeedObserved` is what a run saw besides
 the history (the reference's ``/_stats`` samples, the graph's shape); :func:`judge_feed`
