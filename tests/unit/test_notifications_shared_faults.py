@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from peakproof.history import OK, History
-from properties.test_notifications import SharedFaults
+from peakproof.cases.notifications.properties_lanes import SharedFaults
 
 
 class Simulator:

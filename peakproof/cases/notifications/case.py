@@ -12,6 +12,9 @@ from peakproof.options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, 
 from peakproof.spec import RunSpec
 from .checks import DeliveryRules
 
+# The case's name: its scenarios and fixtures are named from it (a copy of this folder renames it here).
+NAME = "notifications"
+
 _RULES = frozenset({RUN, LOCUST, PYTEST, SERVE})
 
 
@@ -119,10 +122,10 @@ def contract_app(work: Path) -> tuple[Any, dict[str, str], Any]:
 
 
 CASE = Case(
-    "notifications", "/notifications", "Case N: notifications at peak", "peakproof.cases.notifications",
-    ("cascade", "single", "parallel"), ("notifications-peak",),
-    ("notifications-push-down", "notifications-ack-lost", "notifications-reminder-flood"),
-    calibration="notifications-calibrate", peak_rate=peak_rate, default_scale=0.2, default_time_scale=24.0,
+    NAME, "/notifications", "Case N: notifications at peak", __name__.rpartition(".")[0],
+    ("cascade", "single", "parallel"), (f"{NAME}-peak",),
+    (f"{NAME}-push-down", f"{NAME}-ack-lost", f"{NAME}-reminder-flood"),
+    calibration=f"{NAME}-calibrate", peak_rate=peak_rate, default_scale=0.2, default_time_scale=24.0,
     default_duration=30.0, headroom=0.4, needs_providers=True, latency_checks=("urgent mean delivery latency",),
     # faults cost the target more per notification (timeouts held; 3x the arrivals in a flood)
     scenario_scale={"notifications-push-down": 0.5, "notifications-ack-lost": 0.5,

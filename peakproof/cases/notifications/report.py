@@ -1,6 +1,6 @@
 """What a notifications scenario's report shows, from its history and the providers' record: pure.
 
-The scenarios in ``loadtests/notifications.py`` send, poll and fetch the providers' record; this
+The scenarios in ``load.py`` send, poll and fetch the providers' record; this
 module turns what they gathered into the checks, the charts and the details of the report, over
 one analysis. A scenario states what it must put to the test (:data:`Exercise`: a dead address
 meeting every channel); a check that held while its count stayed 0 is
