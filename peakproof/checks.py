@@ -261,11 +261,25 @@ class CheckRegistry(Generic[A]):
     def __init__(self, case: str) -> None:
         self.case = case
         self._checks: dict[str, Check[A]] = {}
+        self._groups: dict[str, set[str]] = {}
 
-    def register(self, check: Check[A]) -> Check[A]:
-        # a re-imported module replaces its own entry in place: the order stays the order written
-        self._checks[check.__name__] = check
-        return check
+    def register(self, check: Check[A] | None = None, *,
+                 groups: tuple[str, ...] = ()) -> Any:
+        """``@TICKETS.register`` above a check, or ``@TICKETS.register(groups=("opening",))``: a check may
+        belong to named groups (the promises a stage judges), read back by :meth:`group`."""
+        def add(c: Check[A]) -> Check[A]:
+            # a re-imported module replaces its own entry in place: the order stays the order written
+            self._checks[c.__name__] = c
+            for g in groups:
+                self._groups.setdefault(g, set()).add(c.__name__)
+            return c
+        return add if check is None else add(check)
+
+    def group(self, name: str) -> tuple[str, ...]:
+        """The checks of group ``name``, in the order they registered."""
+        if name not in self._groups:
+            raise KeyError(f"{self.case} has no check group {name!r}; its groups: {', '.join(sorted(self._groups))}")
+        return tuple(n for n in self._checks if n in self._groups[name])
 
     def __iter__(self) -> Iterator[Check[A]]:
         return iter(tuple(self._checks.values()))

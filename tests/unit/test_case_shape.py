@@ -76,3 +76,23 @@ def test_every_case_has_its_property_fixture_and_its_workload_describes_itself(c
     workload = importlib.import_module(f"peakproof.cases.{case}.workload")
     classes = [c for _, c in inspect.getmembers(workload, inspect.isclass) if c.__module__ == workload.__name__]
     assert classes and all(callable(getattr(c, "describe", None)) for c in classes)
+
+
+def test_a_check_group_is_named_where_its_checks_register_and_read_in_their_order() -> None:
+    from peakproof.checks import CheckRegistry
+
+    reg: CheckRegistry[object] = CheckRegistry("toy")
+
+    @reg.register(groups=("opening", "sold_out"))
+    def never_oversold(a: object) -> None: ...
+
+    @reg.register
+    def idempotent(a: object) -> None: ...
+
+    @reg.register(groups=("opening",))
+    def nobody_refused(a: object) -> None: ...
+
+    assert reg.names() == ["never_oversold", "idempotent", "nobody_refused"]
+    assert reg.group("opening") == ("never_oversold", "nobody_refused") and reg.group("sold_out") == ("never_oversold",)
+    with pytest.raises(KeyError, match="toy has no check group 'closing'; its groups: opening, sold_out"):
+        reg.group("closing")

@@ -15,7 +15,7 @@ from .analysis import INF, TICKETS, TicketsAnalysis, _key, _prefix, _sweep
 # -- the invariants ----------------------------------------------------------------------------
 
 
-@TICKETS.register
+@TICKETS.register(groups=("opening", "sold_out"))
 def no_oversell(a: TicketsAnalysis) -> CheckResult:
     """Units certainly held or sold never exceed the capacity; no read shows sold > capacity."""
     v = Violations()
@@ -55,7 +55,7 @@ def no_oversell(a: TicketsAnalysis) -> CheckResult:
                     chances=chances, chance_kind="holds, sales and reads on a quota asked for more than its capacity")
 
 
-@TICKETS.register
+@TICKETS.register(groups=("opening", "sold_out"))
 def stock_is_conserved(a: TicketsAnalysis) -> CheckResult:
     """Every read: available + held + sold == capacity, none negative, capacity as set up."""
     v = Violations()
@@ -79,7 +79,7 @@ def stock_is_conserved(a: TicketsAnalysis) -> CheckResult:
     return v.result("stock_is_conserved", {"reads": reads}, chances=reads, chance_kind="quota reads")
 
 
-@TICKETS.register
+@TICKETS.register(groups=("opening",))
 def no_valid_rejection(a: TicketsAnalysis) -> CheckResult:
     """No buyer is turned away while enough stock is certainly free.
 

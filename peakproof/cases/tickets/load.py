@@ -30,6 +30,7 @@ from peakproof.report import Chart
 from peakproof.run import Run
 from peakproof.arrivals import arrival_times, constant
 
+from .analysis import TICKETS
 from .case import CASE
 from .checks import check_tickets
 from .lease import decisions_within_100ms_outside_faults, sales_resume_within_the_lease
@@ -55,7 +56,6 @@ LATE_WAVE_PAYERS = 10  # per process, at most
 DOUBLE_CANCEL_SHARE = 0.3  # of cancels: sent twice (the units must come back once)
 OTHER_QUANTITY_SHARE = 0.005  # requests replayed with the same id and another quantity (must be refused)
 LATE_WAVE_SECONDS = 2.0
-SOLD_OUT_PROMISES = ("no_oversell", "stock_is_conserved")
 MIN_QUOTA = 20  # items: the opening's smallest quota, whatever the scale
 
 
@@ -311,7 +311,7 @@ class TicketsSoldOut(Scenario):
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
         # nothing is ever free here: only the promises a sold-out path can break are judged
         # (a sale on an empty quota, counts that stop adding up); the opening judges all six
-        return [r for r in check_tickets(history, tolerance_of(self.driver())) if r.name in SOLD_OUT_PROMISES], [], {}
+        return [r for r in check_tickets(history, tolerance_of(self.driver())) if r.name in TICKETS.group("sold_out")], [], {}
 
 
 @scenario
