@@ -459,3 +459,25 @@ def test_reservation_ids_of_any_json_type_are_judged_as_their_string_twins() -> 
     assert story(lambda n: n) == as_text  # the integers 1 and 2
     verdicts = dict((name, valid) for name, valid, _, _ in as_text)
     assert verdicts["no_oversell"] is False and verdicts["expired_hold_is_never_sold"] is False, verdicts
+
+
+def test_the_scenarios_reports_judge_what_each_scenario_can_break_from_the_history_alone() -> None:
+    from peakproof.cases.tickets.checks import TICKETS
+    from peakproof.cases.tickets.report import judge_lease_faults, judge_opening, judge_sold_out
+
+    h = opened(2)
+    for i, buyer in enumerate("abc"):
+        h.ok("reserve", res_args(buyer), res_value(f"r{i}"))  # three holds on two units: an oversell
+    read(h, 0, 3, 0)
+    checks, charts, details = judge_opening(h.history, EXACT)
+    assert {r.name for r in checks} == set(TICKETS.names()) and next(r for r in checks if r.name == "no_oversell").failed
+    assert [c.title for c in charts] == ["Stock over time (the target's own counts)", "Reservation outcomes per second"]
+    assert details["operations by outcome"]["reserve ok"] == 3 and details["final quota"]["held"] == 3
+    sold_out, _, _ = judge_sold_out(h.history, EXACT)
+    assert [r.name for r in sold_out] == list(TICKETS.group("sold_out"))
+    faults, _, notes = judge_lease_faults(h.history, EXACT, lease=2.0, resume_slack=1.0, windows={}, drain=2.0,
+                                          decision_limit=0.1)
+    names = [r.name for r in faults]
+    assert "no_oversell" not in names and names[-2:] == ["sales_resume_within_the_lease",
+                                                         "decisions_within_100ms_outside_faults"]
+    assert "no_oversell" in notes["not judged here"]

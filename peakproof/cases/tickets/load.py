@@ -30,10 +30,8 @@ from peakproof.report import Chart
 from peakproof.run import Run
 from peakproof.arrivals import arrival_times, constant
 
-from .analysis import TICKETS
 from .case import CASE
-from .checks import check_tickets
-from .lease import decisions_within_100ms_outside_faults, sales_resume_within_the_lease
+from .report import judge_lease_faults, judge_opening, judge_sold_out
 from .rules import tolerance_of
 from .workload import OpeningWorkload, buyer_names
 
@@ -130,27 +128,7 @@ class TicketsOpening(Scenario):
         self._driver(history).read_quota(self.quota_id, process="final")
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        checks = check_tickets(history, tolerance_of(self.setup_driver))
-        t0 = min((op.invoke_time for op in history.ops), default=0.0)
-        reads = sorted((op for op in history.ops if op.f == "read_quota" and op.type == OK),
-                       key=lambda o: o.complete_time)
-        stock = Chart("Stock over time (the target's own counts)", "items",
-                      {k: [(op.complete_time - t0, op.value[k]) for op in reads] for k in ("available", "held", "sold")})
-        outcomes: dict[str, dict[int, int]] = {}
-        for op in history.ops:
-            if op.f == "reserve" and op.done:
-                key = "ok" if op.type == OK else f"{op.type} {op.value}"
-                sec = int(op.complete_time - t0)
-                outcomes.setdefault(key, {})[sec] = outcomes.setdefault(key, {}).get(sec, 0) + 1
-        outcome_chart = Chart("Reservation outcomes per second", "answers / s",
-                              {k: sorted(v.items()) for k, v in outcomes.items()})
-        counts: dict[str, int] = {}
-        for op in history.ops:
-            key = f"{op.f} {op.type}" + ("" if op.type == OK else f" {op.value}")
-            counts[key] = counts.get(key, 0) + 1
-        final = reads[-1].value if reads else {}
-        return checks, [stock, outcome_chart], {"operations by outcome": dict(sorted(counts.items())),
-                                                "final quota": final}
+        return judge_opening(history, tolerance_of(self.setup_driver))
 
     # -- every dispatching process -------------------------------------------------------------
 
@@ -309,9 +287,7 @@ class TicketsSoldOut(Scenario):
         self.driver(history).read_quota(self.quota_id, process="final")
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        # nothing is ever free here: only the promises a sold-out path can break are judged
-        # (a sale on an empty quota, counts that stop adding up); the opening judges all six
-        return [r for r in check_tickets(history, tolerance_of(self.driver())) if r.name in TICKETS.group("sold_out")], [], {}
+        return judge_sold_out(history, tolerance_of(self.driver()))
 
 
 @scenario
@@ -413,17 +389,9 @@ class TicketsLeaseFaults(TicketsOpening):
     DRAIN_SECONDS = 2.0  # after a fault's window, for the requests it held up to be answered
 
     def judge(self, history: History) -> tuple[list, list[Chart], dict[str, Any]]:
-        checks, charts, details = super().judge(history)
-        # the quota is above all demand by design, so nothing can be oversold by a count: a write
-        # that lands after its lease ran out shows as a lost update (the two checks of the counts)
-        checks = [r for r in checks if r.name != "no_oversell"]
-        details["not judged here"] = ("no_oversell: the quota is above all demand, so every decision takes the "
-                                      "lock; a holder's late write shows in stock_is_conserved and "
-                                      "units_return_exactly_once. The opening judges no_oversell.")
         windows = {fault: self._window(fault) for _, fault, _ in self.plan}
-        checks += [sales_resume_within_the_lease(history, self.lease, self.RESUME_SLACK, windows),
-                   decisions_within_100ms_outside_faults(history, windows, self.DRAIN_SECONDS, self.DECISION_LIMIT)]
-        return checks, charts, details
+        return judge_lease_faults(history, tolerance_of(self.setup_driver), self.lease, self.RESUME_SLACK, windows,
+                                  self.DRAIN_SECONDS, self.DECISION_LIMIT)
 
 
 @scenario
