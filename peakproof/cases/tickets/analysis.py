@@ -49,6 +49,10 @@ class _Reservation:
     confirms: list[Op] = field(default_factory=list)
     cancels: list[Op] = field(default_factory=list)
     expires_at: float | None = None
+    # when its units may have been held or sold (from its first send to when they surely came back) and the
+    # spans they surely were: set by the analysis once the epoch's end is known, read by the checks
+    possible_span: tuple[float, float] = (0.0, 0.0)
+    certain_spans: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def certain(self) -> bool:
@@ -133,8 +137,8 @@ class TicketsAnalysis:
                 ep.capacity = _num(ep.reads[0].value.get("capacity"))
             ep_end = self._epoch_end(ep)
             for r in ep.reservations:
-                r._possible = self._possible(r, ep, ep_end)  # type: ignore[attr-defined]
-                r._certain = self._certain(r, ep_end)  # type: ignore[attr-defined]
+                r.possible_span = self._possible(r, ep, ep_end)
+                r.certain_spans = self._certain(r, ep_end)
 
     # -- time and epochs -------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ def no_oversell(a: TicketsAnalysis) -> CheckResult:
         if demand > ep.capacity:
             chances += sum(1 for r in ep.reservations for op in r.reserves + r.confirms if op.type == OK)
             chances += len(ep.reads)
-        certain = [(s, e, r.quantity, r.label()) for r in ep.reservations for s, e in r._certain]  # type: ignore[attr-defined]
+        certain = [(s, e, r.quantity, r.label()) for r in ep.reservations for s, e in r.certain_spans]
         best, at, live = _sweep(certain)
         worst = max(worst, best - ep.capacity)
         if best > ep.capacity:
@@ -97,7 +97,7 @@ def no_valid_rejection(a: TicketsAnalysis) -> CheckResult:
         rejections += len(ep.rejections)
         if ep.capacity is None:
             continue
-        possible = sorted(((s, e, r.quantity) for r in ep.reservations for s, e in [r._possible]),  # type: ignore[attr-defined]
+        possible = sorted(((s, e, r.quantity) for r in ep.reservations for s, e in [r.possible_span]),
                           key=lambda x: x[0])
         starts = [p[0] for p in possible]
         start_sums = _prefix(p[2] for p in possible)
@@ -209,7 +209,7 @@ def lapsed_holds(a: TicketsAnalysis, ep: Any) -> list[tuple[float, float, Any]]:
     sequence number from which a read must show them: (due, due_seq, reservation), by due."""
     out = []
     for r in ep.reservations:
-        end = r._possible[1]  # type: ignore[attr-defined]
+        end = r.possible_span[1]
         if r.expires_at is None or end == INF or any(op.type in (OK, INFO) for op in r.confirms):
             continue
         due = r.expires_at + a.tol.skew + a.tol.release_slack
@@ -233,8 +233,8 @@ def units_return_exactly_once(a: TicketsAnalysis) -> CheckResult:
     for ep in a.epochs.values():
         if ep.capacity is None or not ep.reads:
             continue
-        certain = [(s, e, r.quantity) for r in ep.reservations for s, e in r._certain]  # type: ignore[attr-defined]
-        possible = [(*r._possible, r.quantity) for r in ep.reservations]  # type: ignore[attr-defined]
+        certain = [(s, e, r.quantity) for r in ep.reservations for s, e in r.certain_spans]
+        possible = [(*r.possible_span, r.quantity) for r in ep.reservations]
         lapsed = lapsed_holds(a, ep)
         lapsed_seqs = [seq for _, seq, _ in lapsed]  # in order too: the first sequence number after each due moment
         short: dict[int, tuple[int, int]] = {}  # read's invoke_seq -> (available, at least free)

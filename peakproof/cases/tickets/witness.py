@@ -52,7 +52,7 @@ class TicketsWitness(CaseWitness):
             epoch = next((ep for ep in epochs if ep.index == i), epoch)
         ids = set(_ID.findall(text)) | {str(op.args.get("reservation_id")) for op in evidence}
         bearing = [r for r in epoch.reservations if str(r.reservation_id) in ids or (
-            moment is not None and any(s <= moment < e for s, e in getattr(r, "_certain", ())))]
+            moment is not None and any(s <= moment < e for s, e in r.certain_spans))]
         creation = [creations[epoch.index - 1]] if epoch.index >= 1 else []  # (analysis._epoch_of)
         if not creation and epoch.capacity is not None:  # created outside the history (a load's setup)
             creation = [_creation(quota, epoch)]
