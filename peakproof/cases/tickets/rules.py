@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Tolerance:
-    """The rules a tickets target states, which the checks judge by (``TicketRules``).
+    """The rules a tickets target states, which the checks judge by.
 
     ``skew``: how far the target's clock may be from ours, s, either way (0 in virtual time).
     ``release_grace``: how long after a hold lapsed the target may still act on it, s: its
@@ -58,7 +58,6 @@ class Tolerance:
 
 
 RELEASE_SLACK = 1.0  # s: when no release lag is stated, how late a lapsed hold's units may come back
-TicketRules = Tolerance
 
 
 def tolerance_of(driver: object, stated: dict[str, Any] | None = None) -> Tolerance:
