@@ -38,7 +38,7 @@ def _options(case: str) -> tuple[dict[str, Any], tuple[str, ...]]:
 def test_schemathesis_finds_nothing_against_each_served_reference_in_any_phase(case: str) -> None:
     opts, args = _options(case)
     with ServedTarget(get_case(case), **opts) as t:
-        code, out = properties_against(t.url, case, *CONTRACT, *args)
+        code, out, _ = properties_against(t.url, case, *CONTRACT, *args)
     assert code == 0 and "1 passed" in out, out[-3000:]
     line = next(ln for ln in out.splitlines() if "contract (Schemathesis):" in ln)
     assert re.search(r"PASS: 0 finding\(s\), [\d,]+ test cases over \d+ operations, 0 error\(s\)", line), line
@@ -58,7 +58,7 @@ def test_a_served_target_off_its_contract_fails_the_contract_test_naming_the_che
     case = mutant.split("-")[0]
     opts, args = _options(case)
     with served(mutant, **opts) as t:
-        code, out = properties_against(t.url, case, *CONTRACT, *args)
+        code, out, _ = properties_against(t.url, case, *CONTRACT, *args)
     assert code == 1 and f"({check}," in out and says in out, out[-3000:]
     finding = next(ln for ln in out.splitlines() if f"({check}," in ln)
     assert "reproduce: curl" in out
@@ -71,9 +71,9 @@ def test_a_shop_accepting_a_quantity_of_zero_gets_a_contract_note_and_fails_by_i
     # (quantity 0 and -1, a reservation that adds stock): that is what FAILs the shop; --strict-contract fails the note
     opts, args = _options("tickets")
     with served("tickets-accepts-nonpositive-quantity", **opts) as t:
-        code, out = properties_against(t.url, "tickets", *CONTRACT, *args)
-        strict_code, strict_out = properties_against(t.url, "tickets", *CONTRACT, *args, "--strict-contract")
-        own_code, own_out = properties_against(t.url, "tickets", "-k", "outside_the_contract", *args)
+        code, out, _ = properties_against(t.url, "tickets", *CONTRACT, *args)
+        strict_code, strict_out, _ = properties_against(t.url, "tickets", *CONTRACT, *args, "--strict-contract")
+        own_code, own_out, _ = properties_against(t.url, "tickets", "-k", "outside_the_contract", *args)
     line = next(ln for ln in out.splitlines() if "contract (Schemathesis):" in ln)
     assert code == 0 and "PASS: 0 finding(s), 1 note(s)" in line, out[-3000:]
     assert "contract note: POST /quotas/{quota_id}/reservations: ST201" in out and '"quantity": ' in out, out[-3000:]
@@ -97,8 +97,8 @@ LENIENT = [
 def test_a_lenient_server_passes_with_notes_and_fails_under_strict_contract(case: str, note: str, says: str) -> None:
     opts, args = _options(case)
     with served(f"{case}-on-stdlib-lenient", **opts) as t:
-        code, out = properties_against(t.url, case, *CONTRACT, *args)
-        strict_code, strict_out = properties_against(t.url, case, *CONTRACT, *args, "--strict-contract")
+        code, out, _ = properties_against(t.url, case, *CONTRACT, *args)
+        strict_code, strict_out, _ = properties_against(t.url, case, *CONTRACT, *args, "--strict-contract")
     line = next(ln for ln in out.splitlines() if "contract (Schemathesis):" in ln)
     assert code == 0 and "PASS: 0 finding(s)" in line and "note(s)" in line, out[-3000:]
     leniency = next((block for block in out.split("contract note: ")[1:] if block.startswith(note)), None)
@@ -118,7 +118,7 @@ def test_a_correct_service_on_the_standard_library_s_server_passes_the_contract_
     # short delete: no promise of the design is broken, so no FAIL
     opts, args = _options(case)
     with served(f"{case}-on-stdlib", **opts) as t:
-        code, out = properties_against(t.url, case, *CONTRACT, *args)
+        code, out, _ = properties_against(t.url, case, *CONTRACT, *args)
         line = next(ln for ln in out.splitlines() if "contract (Schemathesis):" in ln)
         assert code == 0 and "PASS: 0 finding(s)" in line, out[-3000:]
         assert re.search(r"[1-9]\d* answer\(s\) HTTP allows not counted \(501", line), line

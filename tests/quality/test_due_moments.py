@@ -11,7 +11,7 @@ from peakproof.cases import get_case
 from peakproof.launch import ServedTarget
 
 from ..support.mutants import served
-from tests.support.runs import excerpt, load_against, properties_against, result
+from tests.support.runs import PropertiesRun, excerpt, failed_checks, load_against, properties_against, result
 
 
 
@@ -23,7 +23,7 @@ SERVED = dict(backoff=0.3, call_timeout=2.0, breaker_window=200, breaker_failure
               threads=8)
 
 
-def breaker_property(mutant: str | None) -> tuple[int, str]:
+def breaker_property(mutant: str | None) -> PropertiesRun:
     with ServedTarget("providers", latency=0.03) as providers, \
             (served(mutant, provider_url=providers.base, **SERVED) if mutant else
              ServedTarget(get_case("notifications"), provider_url=providers.base, **SERVED)) as t:
@@ -32,14 +32,14 @@ def breaker_property(mutant: str | None) -> tuple[int, str]:
 
 
 def test_a_breaker_that_never_opens_fails_the_property_naming_the_moment_it_fell_due() -> None:
-    code, out = breaker_property("notifications-breaker-never-opens")
-    assert code == 1 and "breaker_opens_when_due: FAIL" in out, excerpt(out)
+    code, out, record = breaker_property("notifications-breaker-never-opens")
+    assert code == 1 and "breaker_opens_when_due" in failed_checks(record), excerpt(out)
     assert "push's breaker open (" in out and "fell due at " in out and "went to it" in out, excerpt(out)
 
 
 def test_the_reference_under_the_same_rules_opens_its_breaker_when_due() -> None:
-    code, out = breaker_property(None)
-    assert code == 0 and "1 passed" in out, excerpt(out)
+    code, out, record = breaker_property(None)
+    assert code == 0 and record["outcome"] == "PASS" and record["data"]["counts"]["passed"] == 1, excerpt(out)
     assert "breaker_opens_when_due: " in out, excerpt(out)  # the chances summary names it, with its moments
 
 
@@ -58,7 +58,7 @@ def test_a_breaker_that_never_opens_fails_the_push_down_load_and_its_report_list
 
 def test_a_shop_that_returns_lapsed_units_late_fails_naming_the_hold_and_when_its_units_fell_due() -> None:
     with served("tickets-returns-lapsed-units-late") as t:
-        code, out = properties_against(t.url, "tickets", "-k", "paid_after_it_lapsed")
+        code, out, _ = properties_against(t.url, "tickets", "-k", "paid_after_it_lapsed")
     assert code == 1 and "units_return_exactly_once: FAIL" in out, excerpt(out)
     assert "units never returned; 1 lapsed holds' units were due back by then, the last: reservation " in out
     assert "its units due back at " in out and "by buyer 'ayse'" in out, excerpt(out)

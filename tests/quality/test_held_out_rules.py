@@ -18,6 +18,7 @@ import re
 import pytest
 
 from .test_served_mutants import notifications_properties
+from tests.support.runs import PropertiesRun, failed_checks
 
 pytestmark = [pytest.mark.skipif(os.environ.get("PEAKPROOF_HELD_OUT") != "1",
                                reason="about 4 min of real time: PEAKPROOF_HELD_OUT=1 runs it")]
@@ -26,7 +27,7 @@ SERVED = dict(backoff=0.3, call_timeout=2, breaker_window=200, breaker_failures=
 RULES = ("--backoff", "0.3", "--answer-timeout", "2", "--breaker-window", "200", "--breaker-failures", "24")
 
 
-def _properties(mutant: str | None) -> tuple[int, str]:
+def _properties(mutant: str | None) -> PropertiesRun:
     # each FAIL's witness replayed and shrunk against the mutant for up to 90 s (the suite's default is none)
     return notifications_properties(mutant, SERVED, (*RULES, "--replay-seconds", "90"), latency=0.03)
 
@@ -36,8 +37,8 @@ def _properties(mutant: str | None) -> tuple[int, str]:
     ("notifications-breaker-counts-permanent", "breaker_counts_only_transient"),
 ])
 def test_a_broken_service_with_held_out_rules_fails_the_url_properties(mutant: str, caught_by: str) -> None:
-    code, out = _properties(mutant)
-    assert code == 1 and f"{caught_by}: FAIL" in out, out[-3000:]
+    code, out, record = _properties(mutant)
+    assert code == 1 and caught_by in failed_checks(record), out[-3000:]
     print(f"\n{mutant}: " + next(ln.strip() for ln in out.splitlines() if "first violation" in ln)[:300])
     # every FAIL carries a witness: the operations it bears on, replayed against the mutant and shrunk
     witnesses = re.findall(r"witness of (\w+) on (.*?): (\d+) operations \((\w+); ([\d,]+) in the window as found; "
@@ -49,7 +50,7 @@ def test_a_broken_service_with_held_out_rules_fails_the_url_properties(mutant: s
 
 
 def test_the_reference_with_held_out_rules_passes_them_with_both_checks_exercised() -> None:
-    code, out = _properties(None)
+    code, out, _ = _properties(None)
     assert code == 0, out[-3000:]
     for check in ("urgent_overtakes_reminder_backlog", "breaker_counts_only_transient"):
         found = re.search(rf"^\s+{check}: ([\d,]+)", out, re.M)

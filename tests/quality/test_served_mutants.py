@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.support.runs import FEED_LOAD, TICKETS_LOAD, excerpt, load_against, properties_against, result
+from tests.support.runs import (FEED_LOAD, TICKETS_LOAD, PropertiesRun, excerpt, failed_checks, load_against,
+                                properties_against, result, witnessed)
 from peakproof.cases import get_case
 from peakproof.launch import ServedTarget
 
@@ -34,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # own server, providers and child pytest), in a third of the time. No load runs beside them: the fixture
 # returns only when every run has ended, and the loads run in their own tests afterwards.
 SIDE_BY_SIDE = 3
-URL_RUN_OF: dict[str, Callable[..., tuple[int, str]]] = {}  # a test's name -> its run, given the test's params
+URL_RUN_OF: dict[str, Callable[..., PropertiesRun]] = {}  # a test's name -> its run, given the test's params
 
 
-def url_run_of(run: Callable[..., tuple[int, str]]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def url_run_of(run: Callable[..., PropertiesRun]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Declare the URL property run a test judges (``run`` takes the test's parameters it names)."""
     def declare(test: Callable[..., None]) -> Callable[..., None]:
         URL_RUN_OF[test.__name__] = run
@@ -45,7 +46,7 @@ def url_run_of(run: Callable[..., tuple[int, str]]) -> Callable[[Callable[..., N
     return declare
 
 
-def declared_run(item: pytest.Item) -> tuple[Callable[..., tuple[int, str]], dict[str, Any]] | None:
+def declared_run(item: pytest.Item) -> tuple[Callable[..., PropertiesRun], dict[str, Any]] | None:
     run = URL_RUN_OF.get(getattr(item, "originalname", ""))
     if run is None:
         return None
@@ -55,7 +56,7 @@ def declared_run(item: pytest.Item) -> tuple[Callable[..., tuple[int, str]], dic
 
 
 @pytest.fixture(scope="module")
-def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[tuple[int, str]]]:
+def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[PropertiesRun]]:
     """Every selected test's declared run (by node id), SIDE_BY_SIDE at a time, the longest first
     (the notifications reference's, then the other notifications runs), all ended on return: a run that
     raised raises in its own test alone."""
@@ -69,11 +70,11 @@ def side_by_side_runs(request: pytest.FixtureRequest) -> dict[str, Future[tuple[
     return _STARTED
 
 
-_STARTED: dict[str, Future[tuple[int, str]]] = {}  # every run this process started, by node id
+_STARTED: dict[str, Future[PropertiesRun]] = {}  # every run this process started, by node id
 
 
 @pytest.fixture
-def url_run(request: pytest.FixtureRequest) -> tuple[int, str]:
+def url_run(request: pytest.FixtureRequest) -> PropertiesRun:
     """This test's URL property run: its exit code and output. Under ``pytest -n`` the workers are the lanes:
     each test runs its own, as they come, so the runs go side by side over the workers (an xdist group did not
     hold with every pytest); alone, the module's runs go SIDE_BY_SIDE at a time before the first test."""
@@ -83,23 +84,13 @@ def url_run(request: pytest.FixtureRequest) -> tuple[int, str]:
     return request.getfixturevalue("side_by_side_runs")[request.node.nodeid].result()
 
 
-def witnessed(out: str, *checks: str) -> None:
-    """A FAIL carries its witness (peakproof.shrink; the suite's runs find it and replay nothing:
-    tests/conftest.py), with its table and its files: a witness of one of ``checks``, or of another check the
-    same violating run broke (a run that breaks a preference may break a breaker promise first)."""
-    failed = set(re.findall(r"(\w+): FAIL", out)) | set(checks) | {"property"}  # (its own assertion: the whole run)
-    found = [m for m in re.finditer(r"witness of (\w+) on .*?: (\d+) operations? \(", out) if m.group(1) in failed]
-    assert found and int(found[0].group(2)) >= 1 and ".replay.py" in out[found[0].start():], (
-        re.findall(r"witness of \w+ on [^\n]*", out), excerpt(out))
-
-
 def witnessed_load(doc: dict[str, Any], check: str) -> None:
     """The load's report carries a witness of ``check``, written beside it."""
     w = next((w for w in doc.get("witnesses", []) if w["check"] == check), None)
     assert w is not None and w["steps"] and len(w["target"]["files"]) == 2, doc.get("witnesses")
 
 
-def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
+def properties_of(mutant: str, case: str, *args: str) -> PropertiesRun:
     """The URL properties (``args``: pytest's) against ``mutant`` served on its own."""
     with (served(mutant) if mutant != case else ServedTarget(get_case(case))) as t:
         return properties_against(t.url, case, *args)
@@ -109,9 +100,9 @@ def properties_of(mutant: str, case: str, *args: str) -> tuple[int, str]:
 
 def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_load(tmp_path: Path) -> None:
     with served("tickets-sells-expired-holds") as t:
-        code, out = properties_against(t.url, "tickets", "-k", "any_sequence")
-        assert code == 1 and "expired_hold_is_never_sold: FAIL" in out, excerpt(out)
-        witnessed(out, "expired_hold_is_never_sold")
+        code, out, record = properties_against(t.url, "tickets", "-k", "any_sequence")
+        assert code == 1 and "expired_hold_is_never_sold" in failed_checks(record), excerpt(out)
+        witnessed(record, "expired_hold_is_never_sold")
         code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
     r = result(doc, "expired_hold_is_never_sold")
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, excerpt(out)
@@ -127,10 +118,10 @@ def test_a_tickets_target_that_sells_expired_holds_fails_the_properties_and_the_
 ])
 @url_run_of(lambda mutant: properties_of(mutant, "tickets", "-k", "any_sequence"))
 def test_a_tickets_target_whose_answers_depend_on_time_fails_naming_the_check_and_its_history(
-        mutant: str, check: str, url_run: tuple[int, str]) -> None:
-    code, out = url_run
-    assert code == 1 and f"{check}: FAIL" in out, excerpt(out)
-    witnessed(out, check)
+        mutant: str, check: str, url_run: PropertiesRun) -> None:
+    code, out, record = url_run
+    assert code == 1 and record["outcome"] == "FAIL" and check in failed_checks(record), excerpt(out)
+    witnessed(record, check)
     # Hypothesis's own Flaky* never reaches the verdict (the replay may have gone otherwise: then said so)
     assert "the violating run's history" in out and "Inconsistent" not in out and "errors.Flaky" not in out, excerpt(out)
 
@@ -139,7 +130,7 @@ def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no
     # a driver whose stated clock slack (1.5 s) is wider than the hold window (0.5 s): the hold's checks can
     # have no chance on any run, which the run must say (naming the option), not "a longer run may"
     with ServedTarget(get_case("tickets")) as t:
-        code, out = properties_against(t.url, "tickets", "-k", "any_sequence", "--durations=0",
+        code, out, _ = properties_against(t.url, "tickets", "-k", "any_sequence", "--durations=0",
                                        "--driver", "tests/support/slack_driver.py:WideSlackTickets")
     # the session's own line: what the machine said before it started, and what its call took
     said = re.search(r"test_tickets_keep_every_invariant\S*: said about ([\d.]+) s.*; took ([\d.]+) s", out)
@@ -195,9 +186,9 @@ def test_a_tickets_target_answering_500_to_every_reservation_fails_on_its_error_
 
 @url_run_of(lambda: properties_of("tickets-500-on-some-granted-holds", "tickets"))
 def test_a_tickets_target_answering_500_to_some_granted_holds_fails_the_url_properties(
-        url_run: tuple[int, str]) -> None:
+        url_run: PropertiesRun) -> None:
     # the load's error budget caught this one; now the properties do too (CI runs them), by name
-    code, out = url_run
+    code, out, record = url_run
     assert code == 1 and "no_server_errors: FAIL" in out, excerpt(out)
     assert "reserve(" in out and "answered database_unavailable: HTTP 500" in out, excerpt(out)
 
@@ -212,11 +203,11 @@ def test_a_tickets_target_answering_500_to_some_granted_holds_fails_the_url_prop
 ])
 @url_run_of(lambda mutant: properties_of(mutant, "tickets", "-k", "any_sequence"))
 def test_a_tickets_target_breaking_a_promise_of_issue_23_fails_the_url_properties(
-        mutant: str, caught_by: dict[str, str], url_run: tuple[int, str]) -> None:
+        mutant: str, caught_by: dict[str, str], url_run: PropertiesRun) -> None:
     # the load gives both checks their chances too (README); the properties are what CI runs
-    code, out = url_run
-    named = [check for check, says in caught_by.items() if f"{check}: FAIL" in out and says in out]
-    assert code == 1 and named, excerpt(out)
+    code, out, record = url_run
+    named = [check for check, says in caught_by.items() if check in failed_checks(record) and says in out]
+    assert code == 1 and record["outcome"] == "FAIL" and named, excerpt(out)
     print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if "first violation" in line)[:300])
 
 
@@ -229,15 +220,15 @@ BOUNDS = ("-k", "outside_the_contract or allows")  # the two properties of the c
 ])
 @url_run_of(lambda mutant: properties_of(mutant, "tickets", *BOUNDS))
 def test_a_tickets_target_off_the_contracts_bounds_fails_the_url_properties(mutant: str, rule: str,
-                                                                            url_run: tuple[int, str]) -> None:
-    code, out = url_run
+                                                                            url_run: PropertiesRun) -> None:
+    code, out, record = url_run
     assert code == 1 and f"{rule}:" in out, excerpt(out)
     print(f"\n{mutant}: " + next(line.strip() for line in out.splitlines() if f"{rule}:" in line)[:300])
 
 
 @url_run_of(lambda: properties_of("tickets", "tickets", *BOUNDS))
-def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http(url_run: tuple[int, str]) -> None:
-    code, out = url_run
+def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http(url_run: PropertiesRun) -> None:
+    code, out, record = url_run
     ran = re.search(r"(\d+) passed", out)
     assert code == 0 and ran and int(ran.group(1)) >= 2 and "skipped" not in out, excerpt(out)
 
@@ -249,9 +240,9 @@ def test_the_reference_tickets_target_keeps_the_contracts_bounds_over_http(url_r
 ])
 def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught_by: str, tmp_path: Path) -> None:
     with served(mutant) as t:
-        code, out = properties_against(t.url, "feed")
-        assert code == 1 and f"{caught_by}: FAIL" in out, excerpt(out)
-        witnessed(out, caught_by)
+        code, out, record = properties_against(t.url, "feed")
+        assert code == 1 and record["outcome"] == "FAIL" and caught_by in failed_checks(record), excerpt(out)
+        witnessed(record, caught_by)
         code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
     r = result(doc, caught_by)
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL" and r["valid"] is False, (r, excerpt(out))
@@ -289,7 +280,7 @@ NOTIFICATIONS_RULES = ("--backoff", "0.3", "--answer-timeout", "0.5", "--breaker
 
 
 def notifications_properties(mutant: str | None, served_options: dict[str, Any] = NOTIFICATIONS_SERVED,
-                             rules: tuple[str, ...] = NOTIFICATIONS_RULES, latency: float = 0.02) -> tuple[int, str]:
+                             rules: tuple[str, ...] = NOTIFICATIONS_RULES, latency: float = 0.02) -> PropertiesRun:
     """The URL properties against ``mutant`` (None: the reference) served with ``served_options``,
     its rules stated as ``rules``, beside a provider simulator answering in ``latency`` s."""
     from peakproof.launch import ServedTarget
@@ -327,19 +318,19 @@ NOTIFICATIONS_MUTANTS = [
 @pytest.mark.parametrize("mutant, caught_by", NOTIFICATIONS_MUTANTS)
 @url_run_of(lambda mutant: notifications_properties(mutant))
 def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesis_on(
-        mutant: str, caught_by: tuple[str, ...], url_run: tuple[int, str]) -> None:
-    code, out = url_run
-    named = [check for check in caught_by if f"{check}: FAIL" in out]
-    assert code == 1 and named, excerpt(out)
-    witnessed(out, *caught_by)
+        mutant: str, caught_by: tuple[str, ...], url_run: PropertiesRun) -> None:
+    code, out, record = url_run
+    named = [check for check in caught_by if check in failed_checks(record)]
+    assert code == 1 and record["outcome"] == "FAIL" and named, excerpt(out)
+    witnessed(record, *caught_by)
     print(f"\n{mutant} -> {named[0]}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 
 
 @url_run_of(lambda: notifications_properties(None))
 def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on(
-        url_run: tuple[int, str]) -> None:
+        url_run: PropertiesRun) -> None:
     # beside other runs, as on a shared CI host: the control must hold there too
-    code, out = url_run
+    code, out, record = url_run
     assert code == 0 and "2 passed" in out, excerpt(out)  # the state machine, and a breaker made due
 
 
@@ -351,7 +342,7 @@ def test_a_service_that_holds_urgent_notifications_a_round_fails_the_properties_
 
     with ServedTarget("providers", latency=0.02) as providers, \
             served("notifications-holds-urgent-a-round", provider_url=providers.base, **NOTIFICATIONS_SERVED) as t:
-        code, out = properties_against(t.url, "notifications", "--provider-url", providers.base,
+        code, out, _ = properties_against(t.url, "notifications", "--provider-url", providers.base,
                                        *NOTIFICATIONS_RULES, "-k", "not openapi_contract")
         assert code == 1 and re.search(r"urgent_(first_outside_a_backlog|overtakes_reminder_backlog): FAIL", out), \
             excerpt(out)

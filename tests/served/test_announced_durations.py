@@ -26,7 +26,7 @@ def limit_line(out: str, test: str) -> tuple[list[float], float]:
 def test_the_hold_lapse_property_waits_a_hold_window_longer_than_the_harness_s_limit_and_is_not_cut() -> None:
     # a 3 s hold window (and the 0.25 s clock slack, the 1 s release slack) under a 2 s limit of pytest-timeout
     with ServedTarget(get_case("tickets")) as t:
-        code, out = properties_against(t.url, "tickets", "-k", "paid_after_it_lapsed", "--hold-window", "3",
+        code, out, _ = properties_against(t.url, "tickets", "-k", "paid_after_it_lapsed", "--hold-window", "3",
                                        "--timeout", "2")
     # exit 6: alone, it gives the machine's other checks no chance (said, not failed); never cut, never skipped
     assert code == 6 and "1 passed" in out and "harness's own limit" not in out, excerpt(out)
@@ -38,7 +38,7 @@ def test_the_hold_lapse_property_waits_a_hold_window_longer_than_the_harness_s_l
 
 def test_the_feed_machine_says_its_length_and_a_limit_below_it_does_not_cut_it() -> None:
     with ServedTarget(get_case("feed")) as t:
-        code, out = properties_against(t.url, "feed", "-k", "served_feed", "--timeout", "1")
+        code, out, _ = properties_against(t.url, "feed", "-k", "served_feed", "--timeout", "1")
     assert code == 0 and "1 passed" in out, excerpt(out)
     said, limit = limit_line(out, "test_a_served_feed_matches_the_pull_model_over_http")
     assert "peakproof: feed over HTTP: 60 examples x 30 steps" in out, excerpt(out)

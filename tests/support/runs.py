@@ -7,14 +7,16 @@ against a URL (``properties_against``, ``load_against``), a run's result and the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import pytest
 
@@ -168,12 +170,40 @@ TICKETS_LOAD = ("--scale", "0.01", "--time-scale", "24")
 FEED_LOAD = ("--scale", "0.002", "--time-scale", "100", "--duration", "6")
 
 
-def properties_against(url: str, case: str, *extra: str) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-x",
-           "-p", "no:cacheprovider", "--target-url", url, *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
-    return proc.returncode, proc.stdout + proc.stderr
+class PropertiesRun(NamedTuple):
+    """A URL property run: its exit code, what it printed, and the stage result it wrote (``--result``:
+    the outcome, the reasons, the witnesses of the checks its first violating runs broke)."""
+    code: int
+    out: str
+    record: dict[str, Any]
+
+
+def properties_against(url: str, case: str, *extra: str) -> PropertiesRun:
+    with tempfile.TemporaryDirectory(prefix="peakproof-props-") as work:
+        result = Path(work) / "result.json"
+        cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-x",
+               "-p", "no:cacheprovider", "--target-url", url, "--result", str(result), *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                              env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))
+        record = json.loads(result.read_text(encoding="utf-8")) if result.exists() else {}
+    return PropertiesRun(proc.returncode, proc.stdout + proc.stderr, record)
+
+
+def failed_checks(record: dict[str, Any]) -> set[str]:
+    """The checks a property run's record says were broken: the one its reason names (the property's first
+    failure) and each its first violating runs' witnesses were cut for."""
+    named = set(re.findall(r"(\w+): FAIL", " ".join(record.get("reasons", []))))
+    return (named | {w["check"] for w in record.get("data", {}).get("witnesses", [])}) - {"property"}
+
+
+def witnessed(record: dict[str, Any], *checks: str) -> None:
+    """A FAIL carries its witness (peakproof.shrink; the suite's runs find it and replay nothing:
+    tests/conftest.py), with its steps and its two files: a witness of one of ``checks``, or of another check
+    the same violating run broke, or of the property's own assertion."""
+    witnesses = record.get("data", {}).get("witnesses", [])
+    assert record.get("outcome") == "FAIL" and any(
+        w["steps"] and sorted(Path(f).suffix for f in w["target"]["files"]) == [".json", ".py"]
+        for w in witnesses), (checks, [(w["check"], len(w["steps"]), w["target"].get("files")) for w in witnesses])
 
 
 def load_against(url: str, scenario: str, tmp_path: Path, *extra: str,
