@@ -294,6 +294,13 @@ class NotificationsAnalysis:
         latency = float(c.get("latency") or 0.0)
         return c["outcome"] == "ack_lost" or (latency > 0 and latency >= self.answer_timeout)
 
+    def answer_stall(self, since: float, until: float) -> float:
+        """The longest the target took to answer one of the harness's operations in flight between
+        ``since`` and ``until`` (0 when none was): how far behind it may have been just then (short of
+        CPU: a busy machine, a flood on its loop), which a check of its timing forgives, never blames."""
+        return max((op.complete_time - op.invoke_time for op in self.ops
+                    if op.f in TARGET_OPERATIONS and op.done and op.invoke_time < until
+                    and op.complete_time > since), default=0.0)
 
     def first_calls(self) -> tuple[list[tuple[Op, dict[str, Any], tuple[str, str]]],
                                    list[tuple[Op, dict[str, Any], tuple[str, str]]]]:
@@ -307,6 +314,8 @@ class NotificationsAnalysis:
                 (urgent if op.args.get("priority") == "urgent" else reminder).append((op, cs[0], key))
         return urgent, reminder
 
+
+TARGET_OPERATIONS = ("put_recipient", "notify", "get_notification")  # what the harness asks the target itself
 
 # every notifications check registers here (peakproof.checks.CheckRegistry); checks.py reads the list
 NOTIFICATIONS: CheckRegistry[NotificationsAnalysis] = CheckRegistry("notifications")

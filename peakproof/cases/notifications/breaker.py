@@ -397,17 +397,6 @@ def _first_calls_preferring(a: NotificationsAnalysis,
     return cache[channel]
 
 
-TARGET_OPERATIONS = ("put_recipient", "notify", "get_notification")
-
-
-def target_stall(a: NotificationsAnalysis, since: float, until: float) -> float:
-    """The longest the target took to answer one of the harness's operations in flight between
-    ``since`` and ``until`` (0 when none was): how late it may have heard what happened then."""
-    return max((op.complete_time - op.invoke_time for op in a.ops
-                if op.f in TARGET_OPERATIONS and op.done and op.invoke_time < until
-                and op.complete_time > since), default=0.0)
-
-
 def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tuple[Due, list[dict[str, Any]]]:
     """How one due opening ended, and the first calls that went through it. The breaker must skip the
     channel from when the target had surely heard the failure and decided anew (:data:`HEARD_LATE` and
@@ -422,7 +411,7 @@ def _judged(a: NotificationsAnalysis, channel: str, opening: DueOpening) -> tupl
     start, end = due + max(HEARD_LATE + DECIDED_BEFORE, min(1.0, 0.25 * cd)), due + cd - 0.1
     # A target that was slow to answer the harness just then (short of CPU, a flood on its loop) was as slow
     # to hear the providers' answers: the time it took is added before anything is judged.
-    stall = target_stall(a, due, start)
+    stall = a.answer_stall(due, start)
     start += stall
     # Answers to the calls made before that (in flight when it opened, a retry after an unknown outcome) close
     # nothing; an answer to a possible probe may have.
