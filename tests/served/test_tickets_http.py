@@ -98,7 +98,7 @@ def test_holds_expire_in_real_time_and_their_units_return(serve_tickets) -> None
     # a read once the history itself says the units are back (the hold's end plus the checks' allowance
     # for the target's clock and its release loop): units_return_exactly_once's chance to fail
     tol = HttpTickets.tolerance
-    time.sleep(max(0.0, reserved_at + 0.3 + tol.skew + tol.release_slack + 0.2 - time.time()))
+    time.sleep(max(0.0, reserved_at + 0.3 + tol.skew + tol.return_lag + 0.2 - time.time()))
     assert d.read_quota(quota).value["available"] == 2
     assert_checks(check_tickets(d.history, HttpTickets.tolerance),
                   decided=("expired_hold_is_never_sold", "units_return_exactly_once", "stock_is_conserved"))

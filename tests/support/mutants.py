@@ -440,14 +440,14 @@ def tickets_expiry_job() -> None:
 
 def tickets_returns_lapsed_units_late() -> None:
     """A lapsed hold's units come back 10 s after the release lag the harness assumes when none is
-    stated (RELEASE_SLACK): the expiry job sees each hold's expiry that much later. Nothing else is
+    stated (UNSTATED_RETURN_LAG): the expiry job sees each hold's expiry that much later. Nothing else is
     wrong: a confirm after the expiry is still refused."""
     import heapq as _heapq
 
     import peakproof.targets.tickets.core as core
-    from peakproof.cases.tickets.rules import RELEASE_SLACK
+    from peakproof.cases.tickets.rules import UNSTATED_RETURN_LAG
 
-    late = RELEASE_SLACK + 10.0
+    late = UNSTATED_RETURN_LAG + 10.0
     shifted: dict[str, float] = {}
 
     class LateHeap:  # the core's heapq, with every hold's place in the expiry queue pushed back once

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from peakproof import nemesis
 from peakproof.cases.tickets import (TicketsAnalysis, Tolerance, check_tickets, expired_hold_is_never_sold, no_oversell,
                                      no_valid_rejection, reservation_is_idempotent, stock_is_conserved,
@@ -12,7 +14,7 @@ from peakproof.cases.tickets.lease import (decisions_within_100ms_outside_faults
                                            sales_resume_within_the_lease)
 from peakproof.history import HandHistory, Op
 
-EXACT = Tolerance(skew=0.0, release_grace=0.0)
+EXACT = Tolerance(skew=0.0, release_lag=0.0)
 
 
 def opened(capacity: int = 2, hold: float = 120.0) -> HandHistory:
@@ -188,7 +190,7 @@ def test_a_stated_release_lag_lets_a_lapsed_hold_sell_until_it_and_no_later() ->
         h = opened(1, hold=10)
         h.at(0).ok("reserve", res_args("a"), res_value("r1", expires=10.0))
         h.at(confirm_at).ok("confirm", {"reservation_id": "r1"}, res_value("r1", expires=10.0, status="sold"))
-        return expired_hold_is_never_sold(TicketsAnalysis(h.history, Tolerance(skew=0.0, release_grace=lag)))
+        return expired_hold_is_never_sold(TicketsAnalysis(h.history, Tolerance(skew=0.0, release_lag=lag)))
 
     assert judged(12, None).valid is False  # not stated: the seed's rule, never sold
     assert "--release-lag" in judged(12, None).first_violation
@@ -205,9 +207,17 @@ def test_stated_rules_override_the_drivers_which_override_the_defaults() -> None
 
     assert tolerance_of(object()) == Tolerance()
     assert tolerance_of(Shop()) == Tolerance(skew=1.0)
-    assert tolerance_of(Shop(), {"release_lag": 2.0}) == Tolerance(skew=1.0, release_grace=2.0)
+    assert tolerance_of(Shop(), {"release_lag": 2.0}) == Tolerance(skew=1.0, release_lag=2.0)
     assert tolerance_of(Shop(), {"clock_skew": 0.0, "retries_decide_afresh": True}) == Tolerance(
         skew=0.0, retries_decide_afresh=True)
+
+
+def test_the_release_lag_has_one_name_and_a_driver_written_with_its_earlier_one_still_states_it() -> None:
+    lag = Tolerance(release_lag=3.0)
+    assert Tolerance(release_grace=3.0) == lag and lag.sale_lag == lag.return_lag == 3.0
+    assert Tolerance().sale_lag == 0.0 and Tolerance().return_lag > 0  # unstated: never sold; units back soon
+    with pytest.raises(ValueError, match="disagree"):
+        Tolerance(release_lag=1.0, release_grace=3.0)
 
 
 def refused_then_retried_after_stock_came_back() -> HandHistory:
@@ -228,7 +238,7 @@ def test_a_refusal_replayed_under_its_key_is_the_first_decision_not_a_new_one() 
 
 
 def test_a_service_that_decides_retries_afresh_is_judged_on_every_refusal() -> None:
-    tol = Tolerance(skew=0.0, release_grace=0.0, retries_decide_afresh=True)
+    tol = Tolerance(skew=0.0, release_lag=0.0, retries_decide_afresh=True)
     r = no_valid_rejection(TicketsAnalysis(refused_then_retried_after_stock_came_back().history, tol))
     assert r.valid is False and r.counts["violations"] == 1 and "decided afresh" in r.counts["convention"]
 

@@ -24,7 +24,7 @@ from peakproof.shrink import shrink
 from peakproof.spec import RunSpec
 from peakproof.witness import Step, Witness, curl_line
 
-EXACT = Tolerance(skew=0.0, release_grace=0.0)
+EXACT = Tolerance(skew=0.0, release_lag=0.0)
 
 
 def an_oversell() -> HandHistory:

@@ -16,7 +16,7 @@ certainly lapsed) and a *possible* interval (from the first invocation that may 
 created it, including ``info`` ones whose outcome is unknown, until its release is
 certain). An oversell needs certain holds beyond capacity; a valid rejection needs free
 stock under the *possible* holds. Wall-clock comparisons with the target's ``expires_at``
-allow ``skew`` seconds either way, and a target gets ``release_grace`` seconds after an
+allow ``skew`` seconds either way, and a target gets ``release_lag`` seconds after an
 expiry to put the units back.
 """
 
@@ -198,7 +198,7 @@ class TicketsAnalysis:
                 last = max((op.complete_time for op in r.reserves), default=INF)
                 expires = last + ep.hold_seconds if ep.hold_seconds is not None else INF
             if expires < INF:
-                end = min(end, self.first_seq_after(expires + self.tol.skew + self.tol.release_slack))
+                end = min(end, self.first_seq_after(expires + self.tol.skew + self.tol.return_lag))
         return start, end
 
     def _certain(self, r: _Reservation, ep_end: float) -> list[tuple[float, float]]:

@@ -16,7 +16,7 @@ from .analysis import TICKETS, TicketsAnalysis
 from .invariants import (expired_hold_is_never_sold, no_oversell, no_valid_rejection, reservation_is_idempotent,
                          stock_is_conserved, units_return_exactly_once)
 from .promises import answers_belong_to_who_asked, hold_honoured_until_it_expires
-from .rules import RELEASE_SLACK, Tolerance, tolerance_of  # noqa: F401  (re-exported)
+from .rules import UNSTATED_RETURN_LAG, Tolerance, tolerance_of  # noqa: F401  (re-exported)
 
 TICKETS_CHECKS = tuple(TICKETS)
 

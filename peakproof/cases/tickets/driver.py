@@ -56,7 +56,7 @@ class TicketsDriver(Protocol):
 class InProcessTickets(InProcessDriver):
     """Drives a :class:`peakproof.targets.tickets.TicketsCore` directly, in virtual time by default."""
 
-    tolerance = Tolerance(skew=0.0, release_grace=0.0)
+    tolerance = Tolerance(skew=0.0, release_lag=0.0)
 
     def __init__(self, core: Any = None, *, policy: str = "pessimistic", clock: VirtualClock | None = None,
                  history: History | None = None, core_factory: Callable[[VirtualClock], Any] | None = None,

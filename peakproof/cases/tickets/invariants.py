@@ -212,7 +212,7 @@ def lapsed_holds(a: TicketsAnalysis, ep: Any) -> list[tuple[float, float, Any]]:
         end = r.possible_span[1]
         if r.expires_at is None or end == INF or any(op.type in (OK, INFO) for op in r.confirms):
             continue
-        due = r.expires_at + a.tol.skew + a.tol.release_slack
+        due = r.expires_at + a.tol.skew + a.tol.return_lag
         if end == a.first_seq_after(due):  # released by its lapse, not by a cancel that came first
             out.append((due, end, r))
     return sorted(out, key=lambda x: x[0])

@@ -328,7 +328,7 @@ def test_a_hold_paid_after_it_lapsed_is_not_sold_and_its_units_come_back(case_ta
     expires = held.value.get("expires_at")  # type: ignore[attr-defined]
     assert isinstance(expires, (int, float)), f"a granted hold must say when it expires. Actual: {held!r}"
     if not case_target.in_process:
-        lapse = max(tol.sale_lag, tol.release_slack)
+        lapse = max(tol.sale_lag, tol.return_lag)
         wait = max(0.0, float(expires) + tol.skew + lapse + 0.05 - d.now())
         Pace(request.node, f"{CASE.name} over HTTP", f"a hold paid after it lapsed: waits for the hold the target granted "
              f"to lapse ({float(expires) - d.now():.1f} s from now), the clock slack ({tol.skew:g} s) and the release "
@@ -337,7 +337,7 @@ def test_a_hold_paid_after_it_lapsed_is_not_sold_and_its_units_come_back(case_ta
     d.advance(max(0.0, float(expires) + tol.skew + tol.sale_lag + 0.05 - d.now()))
     d.confirm(held.value["reservation_id"], process="ayse")  # type: ignore[index]
     # the read: once the units are due back (the release slack past the expiry and the skew)
-    d.advance(max(0.0, float(expires) + tol.skew + tol.release_slack + 0.05 - d.now()))
+    d.advance(max(0.0, float(expires) + tol.skew + tol.return_lag + 0.05 - d.now()))
     d.read_quota(quota, process="reader")
     assert_checks([*check_tickets(d.history, tol), case_target.server_errors(d.history.ops)],
                   decided=("expired_hold_is_never_sold", "units_return_exactly_once"))
@@ -400,7 +400,7 @@ def interleavings_hold(policy: str, case: tuple[int, list[int], int, list[Any]],
 def _core_tolerance():  # virtual time: no slack
     from .rules import Tolerance
 
-    return Tolerance(skew=0.0, release_grace=0.0)
+    return Tolerance(skew=0.0, release_lag=0.0)
 
 
 @pytest.fixture(scope="session")
