@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .case import Case
-from .spec import RunSpec, StageResult
+from .spec import RunFacts, RunSpec, StageResult
 
 
 GIVEN = "--calibrated-rate"  # the figure was stated, not measured
@@ -158,16 +158,16 @@ LADDER_LIMIT = 240.0  # s: one ladder's Locust run at most (from 1/s: about 60 s
 
 
 def run_calibration(case: Case, spec: RunSpec, work: Path, *, latency: bool, timeout: float = LADDER_LIMIT,
-                    pin: int | None = None, **options: Any) -> CalibrationResult:
+                    pin: int | None = None, facts: RunFacts | None = None, **options: Any) -> CalibrationResult:
     """One Locust process, the case's calibration scenario, against ``spec``'s target (on core ``pin``
-    if given); ``options`` change the spec for it (e.g. ``calibrate_max_rate``, ``pool_size``)."""
+    if given), told the run's ``facts``; ``options`` change the spec for it (e.g. ``calibrate_max_rate``)."""
     import time
 
     result = Path(work) / "calibration-result.json"
     result.unlink(missing_ok=True)
     stage = spec.with_options(scenario=case.calibration, calibrate_latency=latency, result=str(result),
                               report_dir=str(work), html=None, **options)
-    spec_file = stage.dump(Path(work) / "calibration-spec.json")
+    spec_file = stage.dump(Path(work) / "calibration-spec.json", facts)
     cmd = [sys.executable, "-m", "locust", "-f", str(case.loadtest_file()), "--headless", "--spec", str(spec_file),
            "--only-summary", "--loglevel", "WARNING"]
     if pin is not None:
@@ -226,7 +226,7 @@ STEP_DOWN = 1.0  # arrivals/s: where a ladder whose first step failed starts aga
 
 
 def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | None = None, climbs: int = CLIMBS,
-          **options: Any) -> CalibrationResult:
+          facts: RunFacts | None = None, **options: Any) -> CalibrationResult:
     """The case's calibration ladder up to where the generator (or, with ``latency``, the target
     sharing the machine) gives way, whatever the host: when even the top step held, it climbs
     again 4x higher (at most :data:`CLIMBS` times), so the figure is the machine's, never the cap's.
@@ -244,7 +244,7 @@ def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | No
     stepped_down_from = None
     for ladder in range(max(1, climbs)):
         cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
-                              calibrate_min_rate=low, **options)
+                              calibrate_min_rate=low, facts=facts, **options)
         steps += cal.steps
         seconds += cal.seconds
         first = float(cal.steps[0]["rate"]) if cal.steps else 0.0
@@ -252,7 +252,7 @@ def climb(case: Case, spec: RunSpec, work: Path, *, latency: bool, pin: int | No
             # nothing kept, not even the first step: down to 1/s, and climb from there
             stepped_down_from = first
             cal = run_calibration(case, spec, work, latency=latency, pin=pin, calibrate_max_rate=top,
-                                  calibrate_min_rate=STEP_DOWN, **options)
+                                  calibrate_min_rate=STEP_DOWN, facts=facts, **options)
             steps += cal.steps
             seconds += cal.seconds
         if not cal.ok or cal.rate < cal.top or climbs <= 1 or spec.calibrate_max_rate:

@@ -155,7 +155,7 @@ class Case:
 
     def spec_from(self, get: Callable[[str], Any], **overrides: Any) -> RunSpec:
         """A run spec from parsed options: ``get(name)`` gives an option's value (None when absent there)."""
-        names = {f.name for f in fields(RunSpec)} - {"case", "case_options", "embedded"}
+        names = {f.name for f in fields(RunSpec)} - {"case", "case_options"}
         values: dict[str, Any] = {}
         for name in names:
             v = get(name)

@@ -183,7 +183,7 @@ def _driver_command(args: argparse.Namespace) -> int:
     case = get_case(args.case)
     if not args.target_url:
         raise UsageError("--target-url", "your service's base URL", None, "driver check calls it.")
-    spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None), embedded=False))
+    spec = case.resolved(case.spec_from(lambda name: getattr(args, name, None)))
     return run_check(run_of(spec))
 
 
@@ -268,8 +268,7 @@ def run_spec(args: argparse.Namespace) -> Any:
         from .placement import on_loopback
 
         processes = auto_processes(usable_cores(), not args.target_url or on_loopback(args.target_url))
-    spec = case.spec_from(lambda name: getattr(args, name, None), processes=processes,
-                                embedded=not args.target_url)
+    spec = case.spec_from(lambda name: getattr(args, name, None), processes=processes)
     return case.resolved(spec, calibrates=True)
 
 

@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from .placement import on_loopback
-from .spec import RunSpec
+from .spec import RunFacts, RunSpec
 
 if TYPE_CHECKING:
     from .calibrate import CalibrationResult
@@ -45,28 +45,29 @@ def conditions_changed(cal: CalibrationResult | None, doc: dict | None) -> str:
     return ""
 
 
-def placement_for(spec: RunSpec, helpers: tuple[str, ...] = ()) -> "Placement":
+def placement_for(spec: RunSpec, facts: RunFacts, helpers: tuple[str, ...] = ()) -> "Placement":
     """Where this run's generators and target go on this machine's cores (see peakproof.placement)."""
     from .placement import place, usable_cores
 
-    kind = "embedded" if spec.embedded else ("loopback" if spec.target_url and on_loopback(spec.target_url)
+    kind = "embedded" if facts.embedded else ("loopback" if spec.target_url and on_loopback(spec.target_url)
                                              else "remote")
     placed = place(usable_cores(), int(spec.processes), kind, helpers)
     if kind == "loopback":
         from dataclasses import replace
 
-        placed = replace(placed, facts=target_facts(spec.target_url or "", spec))
+        placed = replace(placed, facts=target_facts(spec.target_url or "", spec, facts))
     return placed
 
 
-def target_facts(url: str, spec: RunSpec | None = None) -> str:
+def target_facts(url: str, spec: RunSpec | None = None, facts: RunFacts | None = None) -> str:
     """What /proc says of the processes serving a loopback URL: the owners of its listening socket, their
     children and what they talk to (a database, a broker and its workers: peakproof.components), with what
     ``spec`` states (--target-process, --target-cgroup), by pid and name, and the cores they may run on;
     "unknown" where it cannot tell."""
     from .tenants import Tenancy, TenantMeter, affinity
 
-    meter = TenantMeter.for_spec(spec, url, os.getpid()) if spec is not None else TenantMeter.for_url(url)
+    meter = (TenantMeter.for_spec(spec, facts or RunFacts(), url, os.getpid()) if spec is not None
+             else TenantMeter.for_url(url))
     meter.sample()  # one window: the components' processes counted, no figure kept from it
     t = meter.result()
     t = Tenancy(t.cores, target_processes=sorted(meter.target_names.items()),

@@ -32,7 +32,7 @@ from .options import PYTEST, add_options
 from .pytest_session import (NOT_EXERCISED_EXIT, PropertiesSession, properties_result, session_of,  # noqa: F401
                              waived_checks)
 from .run import Run
-from .spec import RunSpec
+from .spec import RunFacts, RunSpec
 
 
 @dataclass
@@ -139,9 +139,11 @@ class Target:
         return self.url or f"in-process reference target{f' (policy {self.policy})' if self.policy else ''}"
 
     @classmethod
-    def from_spec(cls, spec: RunSpec, session: "PropertiesSession | None" = None) -> "Target":
-        """The session's target of ``spec``'s case, its run record built here once (a bad ``--driver`` is the
-        user's error, said before any property runs; in process a ``--driver`` drives nothing)."""
+    def from_spec(cls, spec: RunSpec, session: "PropertiesSession | None" = None,
+                  facts: RunFacts | None = None) -> "Target":
+        """The session's target of ``spec``'s case, its run record built here once, with the ``facts`` its run
+        passed (a bad ``--driver`` is the user's error, said before any property runs; in process a
+        ``--driver`` drives nothing)."""
         from .errors import UsageError
 
         def driving(sp: RunSpec) -> RunSpec:
@@ -150,7 +152,7 @@ class Target:
         try:
             stated = driving(spec)  # the rules as the user stated them (the properties' own time, not a load's)
             spec = get_case(spec.case).resolved(spec)
-            run = run_of(driving(spec))
+            run = run_of(driving(spec), facts)
             rules = run.with_spec(stated).rules()
         except (ValueError, UsageError) as e:
             raise pytest.UsageError(str(e)) from None
@@ -355,7 +357,7 @@ def target_from_options(case: str, config: pytest.Config) -> Target:
         if other:
             pytest.skip(f"--target-url {url} serves the {other[0]} case; {case} needs a URL ending in "
                         f"{get_case(case).path} (or one with no case path)")
-    return Target.from_spec(spec, session_of(config))
+    return Target.from_spec(spec, session_of(config), RunFacts.load(config.getoption("--spec")))
 
 
 def _target_fixture(case: str) -> Callable[..., Target]:

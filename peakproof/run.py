@@ -10,12 +10,12 @@ looks a case up by its name or turns a ``--driver`` string into a class again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .driver import construct, driver_class
 from .errors import UsageError
-from .spec import RunSpec
+from .spec import RunFacts, RunSpec
 
 if TYPE_CHECKING:
     from .case import Case
@@ -25,14 +25,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Run:
-    """The request, the case it names, and the class its drivers are built from."""
+    """The request, the case it names, the class its drivers are built from, and what the run has learned."""
 
     spec: RunSpec
     case: "Case"
     driver: type  # the user's --driver class, else the case's HTTP driver of its contract
+    facts: RunFacts = field(default_factory=RunFacts)  # none for a stage run directly (locust, pytest)
 
     @classmethod
-    def of(cls, spec: RunSpec, case: "Case") -> "Run":
+    def of(cls, spec: RunSpec, case: "Case", facts: RunFacts | None = None) -> "Run":
         """The run of ``spec`` over ``case`` (the case its ``spec.case`` names): the one place a
         ``--driver`` string becomes a class. A driver that cannot be loaded, or one with no URL to
         drive, is a usage error said before any stage starts."""
@@ -45,16 +46,21 @@ class Run:
             raise UsageError("--driver", "a --target-url to drive (the embedded reference speaks the contract)",
                              None, "Give your service's URL with --target-url.")
         drivers = case.drivers
-        return cls(spec, case, driver_class(spec.driver, drivers.protocol) if spec.driver else drivers.over_http)
+        return cls(spec, case, driver_class(spec.driver, drivers.protocol) if spec.driver else drivers.over_http,
+                   facts or RunFacts())
 
     def with_options(self, **changes: Any) -> "Run":
-        """The same run with facts or choices of ``spec`` changed (the case and the driver stay)."""
+        """The same run with choices of ``spec`` settled (the case and the driver stay)."""
         return replace(self, spec=self.spec.with_options(**changes))
 
     def with_spec(self, spec: RunSpec) -> "Run":
         if spec.case != self.case.name or spec.driver != self.spec.driver:
-            raise ValueError("a run's spec may change its facts, not its case or its driver")
+            raise ValueError("a run's spec may settle its choices, not change its case or its driver")
         return replace(self, spec=spec)
+
+    def learned(self, **facts: Any) -> "Run":
+        """The same run, knowing more (:class:`~peakproof.spec.RunFacts`)."""
+        return replace(self, facts=self.facts.learned(**facts))
 
     def rules(self) -> Any:
         """What the target states it does, which the checks judge it by (None for a case without)."""

@@ -42,7 +42,7 @@ from .errors import UsageError
 from .launch import ServedTarget
 from .machine import conditions_changed, placement_for, tenancy_line
 from .run import Run
-from .spec import RunSpec, StageResult
+from .spec import RunFacts, RunSpec, StageResult
 from .verdict import Outcome, judge_results, merge_outcomes
 from .witness import Witness
 
@@ -84,43 +84,46 @@ def run(record: Run) -> int:
     case, spec = record.case, record.spec
     started = time.monotonic()
     junit_file, spec = spec.junit, spec.with_options(junit=None)  # the run's file: no stage writes one of its own
+    # what the run learns as it goes, passed to each stage beside the request: the request without a URL asks
+    # for the embedded reference
+    facts = record.facts.learned(embedded=not spec.target_url, run_pid=os.getpid())
     parts: list[Part] = []
     notes: list[str] = []
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="peakproof-run-")))
         providers = None
         if case.needs_providers and not spec.opt("provider_url"):
-            if not spec.embedded:
+            if not facts.embedded:
                 raise UsageError("--provider-url", f"the providers' base URL your {case.name} target calls", None,
                                  "Their record of calls is the ground truth of every delivery check; with "
                                  "--target-url, pass the --provider-url that target delivers through.")
             providers = stack.enter_context(ServedTarget("providers"))
             spec = spec.with_case_options(provider_url=providers.base)
             print(f"peakproof: started the provider simulator at {providers.base}", flush=True)
-        if spec.embedded:
+        if facts.embedded:
             if not spec.admin_token:  # the reference's admin calls need one: then the contract stage checks auth too
                 import secrets
 
                 spec = spec.with_options(admin_token=f"embedded-{secrets.token_hex(8)}")
             served = stack.enter_context(serve(case, spec))
             spec = spec.with_options(target_url=served.url)
+            facts = facts.learned(target_pids=(served.proc.pid,) if served.proc else ())
             print(f"peakproof: started the reference {case.name} target ({spec.policy or case.default_policy}) "
                   f"at {spec.target_url}", flush=True)
         else:
             print(f"peakproof: every stage goes to {spec.target_url}; nothing runs in process", flush=True)
-        spec = spec.with_options(run_pid=os.getpid(), target_pids=(served.proc.pid,) if spec.embedded and served.proc
-                                 else None)
-        placement = placement_for(spec, helpers=("the provider simulator",) if providers else ())
-        spec = spec.with_options(placement=placement.sentence(), shared_cores=placement.shared_reason() or "")
-        if spec.embedded:
+        placement = placement_for(spec, facts, helpers=("the provider simulator",) if providers else ())
+        facts = facts.learned(placement=placement.sentence(), shared_cores=placement.shared_reason() or "")
+        if facts.embedded:
             pin(served.proc.pid if served.proc else None, placement.target_cores)
         if not spec.skip_load:
             print(f"peakproof: placement: {placement.sentence()}", flush=True)
 
         cal = None
         if not spec.skip_load:
-            cal = _calibrate(case, spec, work)
-            spec, note = fit_load(case, spec, cal)
+            cal = _calibrate(case, spec, facts, work)
+            spec, note = fit_load(case, spec, cal, facts.embedded)
+            facts = facts.learned(calibrated_by=calibrated_by(cal, facts.embedded))
             notes.append(note)
             print(f"peakproof: {note}", flush=True)
             if cal is not None:  # its steps, as judged, and what the load was fitted to, beside the reports
@@ -130,25 +133,24 @@ def run(record: Run) -> int:
                 print(f"peakproof: calibration: {steps_line(cal)}; written to {cal_file}", flush=True)
 
         if not spec.skip_properties:
-            parts.append(_timed(_properties, case, spec, work))
+            parts.append(_timed(_properties, case, spec, facts, work))
             contract = _contract_part(case, spec, work)
             if contract is not None:
                 parts.append(contract)
 
         if not spec.skip_load:
             for scenario in case.all_scenarios(spec.faults):
-                if case.fresh_target_per_scenario and spec.embedded:
+                if case.fresh_target_per_scenario and facts.embedded:
                     with serve(case, spec) as fresh:
                         pin(fresh.proc.pid if fresh.proc else None, placement.target_cores)
                         print(f"peakproof: started a fresh reference {case.name} target at {fresh.url}", flush=True)
-                        pids = (fresh.proc.pid,) if fresh.proc else None
-                        parts.append(_timed(_load_scenario, case, spec.with_options(target_url=fresh.url,
-                                                                                    target_pids=pids),
-                                            scenario, cal, work, placement))
+                        pids = (fresh.proc.pid,) if fresh.proc else ()
+                        parts.append(_timed(_load_scenario, case, spec.with_options(target_url=fresh.url),
+                                            facts.learned(target_pids=pids), scenario, cal, work, placement))
                 else:
-                    parts.append(_timed(_load_scenario, case, spec, scenario, cal, work, placement))
+                    parts.append(_timed(_load_scenario, case, spec, facts, scenario, cal, work, placement))
 
-    if spec.embedded and case.in_process_stage is not None and not spec.skip_load:
+    if facts.embedded and case.in_process_stage is not None and not spec.skip_load:
         t0 = time.monotonic()
         name, results, detail = case.in_process_stage(spec)
         judged = judge_results(results)
@@ -158,7 +160,7 @@ def run(record: Run) -> int:
     outcome = merge_outcomes(p.outcome for p in parts)
     print()
     print(f"peakproof verdict for {case.name}: {outcome} ({time.monotonic() - started:.0f} s; "
-          f"target {'the embedded reference' if spec.embedded else spec.target_url})")
+          f"target {'the embedded reference' if facts.embedded else spec.target_url})")
     for note in notes:
         print(f"  {note}")
     for rule, value in record.with_spec(spec).stated_rules().items():  # and the rules it holds under
@@ -194,7 +196,7 @@ def serve(case: Case, spec: RunSpec, **options: object) -> ServedTarget:
                         **{**extra, **case.served_options(spec), **options})
 
 
-def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
+def calibrated_by(cal: CalibrationResult | None, embedded: bool) -> str | None:
     """What the calibrated rate is a limit of, for the load's judge: None (the generator's, or the embedded
     reference's on the core the harness gave it: a curve above it is not decided), "target" (your target's
     knee: a curve above it is the target's to take) or "top" (the ladder's top held: a floor, not a limit)."""
@@ -202,16 +204,10 @@ def calibrated_by(cal: CalibrationResult | None, spec: RunSpec) -> str | None:
         return None
     if cal.stopped_by == "top":
         return "top"
-    return "target" if cal.stopped_by == "target" and not spec.embedded else None
+    return "target" if cal.stopped_by == "target" and not embedded else None
 
 
-
-
-
-
-
-
-def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | None:
+def _calibrate(case: Case, spec: RunSpec, facts: RunFacts, work: Path) -> CalibrationResult | None:
     if not case.calibration:
         return None
     if spec.calibrated_rate:  # the user stated the machine's figure (an earlier run, peakproof plan)
@@ -221,22 +217,23 @@ def _calibrate(case: Case, spec: RunSpec, work: Path) -> CalibrationResult | Non
     from .placement import place, usable_cores
 
     with ExitStack() as stack:
-        where = spec
+        where, known = spec, facts
         # one generator process; an embedded target of its own, so the burst leaves no backlog behind for the
         # run, on its own core when the machine has two (the figure is one generator's, on one core)
-        kind = "embedded" if spec.embedded else ("loopback" if on_loopback(spec.url) else "remote")
+        kind = "embedded" if facts.embedded else ("loopback" if on_loopback(spec.url) else "remote")
         placed = place(usable_cores(), 1, kind)
-        if spec.embedded:
+        if facts.embedded:
             own = stack.enter_context(serve(case, spec))
             pin(own.proc.pid if own.proc else None, placed.target_cores)
-            where = spec.with_options(target_url=own.url, target_pids=(own.proc.pid,) if own.proc else None)
+            where = spec.with_options(target_url=own.url)
+            known = facts.learned(target_pids=(own.proc.pid,) if own.proc else ())
         # Every step must also be answered in time, without errors, keeping the design's promises: the
         # ladder finds the rate the *target* keeps its service levels at (its knee) when that comes before
         # the generator's limit. An explicit scale is honoured: no step above the rate it asks.
         asked = explicit_rate(case, spec)
         if asked:
             where = where.with_options(calibrate_max_rate=asked)
-        cal = climb(case, where, work, latency=True, pin=placed.generator_cores[0] if placed.generator_cores else None,
+        cal = climb(case, where, work, facts=known, latency=True, pin=placed.generator_cores[0] if placed.generator_cores else None,
                     climbs=1 if asked else CLIMBS)
     print(f"peakproof: calibration ({case.calibration}, {cal.seconds:.1f} s): {cal.sentence()}", flush=True)
     return cal
@@ -252,7 +249,8 @@ def explicit_rate(case: Case, spec: RunSpec) -> float | None:
     return per_unit * float(asked) / max(1, int(spec.processes))
 
 
-def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate: float) -> str | None:
+def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate: float,
+                 embedded: bool = False) -> str | None:
     """Said before the load: the curve's peak asks more than the calibration found, by how much, and the fix."""
     if not cal or not cal.ok or cal.scenario == "--calibrated-rate":
         return None
@@ -260,7 +258,7 @@ def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate:
     if per_process <= cal.rate * 1.001:
         return None
     need = f"{per_process / cal.rate:.1f}x what the calibration found ({cal.rate:,.0f}/s per process)"
-    if cal.stopped_by == "target" and not spec.embedded:
+    if cal.stopped_by == "target" and not embedded:
         return (f"the curve does not fit the target: its peak asks {per_process:,.0f} arrivals/s, {need}, where the "
                 f"target stopped keeping its limits. The load runs as asked: a miss is the target's (FAIL); "
                 f"for a run it can take, --scale auto (or peakproof plan --target-url)")
@@ -271,7 +269,8 @@ def does_not_fit(case: Case, spec: RunSpec, cal: CalibrationResult | None, rate:
             f"peakproof plan {case.name}), or a lower --scale")
 
 
-def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[RunSpec, str]:
+def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None,
+             embedded: bool = False) -> tuple[RunSpec, str]:
     """Settle ``--scale`` (or the feed's ``--time-scale``), once, and say what the load will be, and why.
 
     ``auto`` never runs above the highest step the calibration saw kept; when it kept none (even the lowest
@@ -318,14 +317,14 @@ def fit_load(case: Case, spec: RunSpec, cal: CalibrationResult | None) -> tuple[
         text += f" (on --scale {spec.scale:g} of the seed's users)"
     if cal and cal.ok:
         text += f"; {cal.sentence()}"
-        if cal.stopped_by == "top" and not spec.embedded:  # the ladder stopped at the rate asked: a floor only
+        if cal.stopped_by == "top" and not embedded:  # the ladder stopped at the rate asked: a floor only
             text += (f"; to replay the full peak use at most {processes_for(peak, cal.rate)} processes/machines "
                      f"(the machine was measured only up to the rate this run asked; --processes, Locust "
                      f"--master/--worker)")
-        elif cal.stopped_by != "target" or spec.embedded:
+        elif cal.stopped_by != "target" or embedded:
             text += (f"; to replay the full peak use {processes_for(peak, cal.rate)} processes/machines "
                      f"(--processes, Locust --master/--worker)")
-        misfit = does_not_fit(case, spec, cal, rate)
+        misfit = does_not_fit(case, spec, cal, rate, embedded)
         if misfit:
             text += f". BEFORE THE LOAD: {misfit}"
     return spec, text
@@ -353,10 +352,10 @@ def steps_line(cal: CalibrationResult) -> str:
 PROPERTIES_LIMIT = 1_800  # s: the properties stage's bound under peakproof run (a hung target must not hang the run)
 
 
-def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
+def _properties(case: Case, spec: RunSpec, facts: RunFacts, work: Path) -> Part:
     props = case.properties_file()
     result = work / "properties-result.json"
-    spec_file = spec.with_options(result=str(result)).dump(work / "properties-spec.json")
+    spec_file = spec.with_options(result=str(result)).dump(work / "properties-spec.json", facts)
     own_junit = work / "properties-junit.xml"  # each property as a test case of the run's JUnit XML
     cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x", "-rs",
            "--spec", str(spec_file), f"--junitxml={own_junit}"]
@@ -368,7 +367,7 @@ def _properties(case: Case, spec: RunSpec, work: Path) -> Part:
     from .tenants import Metered, contention
 
     try:
-        with Metered(spec.target_url, spec.target_pids or (), spec) as metered:
+        with Metered(spec.target_url, facts.target_pids, spec) as metered:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROPERTIES_LIMIT)
     except subprocess.TimeoutExpired:
         return Part(name, Outcome.INCONCLUSIVE, f"stopped by the harness's own limit ({PROPERTIES_LIMIT:,} s)",
@@ -457,19 +456,17 @@ def _contract_part(case: Case, spec: RunSpec, work: Path) -> Part | None:
                 res.as_checks(), res.reasons())
 
 
-def _load_scenario(case: Case, spec: RunSpec, scenario: str, cal: CalibrationResult | None, work: Path,
-                   placement: Placement | None = None) -> Part:
+def _load_scenario(case: Case, spec: RunSpec, facts: RunFacts, scenario: str, cal: CalibrationResult | None,
+                   work: Path, placement: Placement | None = None) -> Part:
     """Run one Locust scenario (open model) and read the result it judged."""
     reports = Path(spec.report_dir)
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     result = work / f"{scenario}-result.json"
     stage = spec.with_options(scenario=scenario, scale=spec.number_scale * case.scenario_scale.get(scenario, 1.0),
-                              calibrated_rate=cal.rate if cal and cal.ok else None,
-                              calibrated_by=calibrated_by(cal, spec),
-                              result=str(result),
+                              calibrated_rate=cal.rate if cal and cal.ok else None, result=str(result),
                               html=str(reports / f"{scenario}-{stamp}-locust.html"))
-    spec_file = stage.dump(work / f"{scenario}-spec.json")
+    spec_file = stage.dump(work / f"{scenario}-spec.json", facts)
     cmd = [*taskset(placement.generator_cores if placement else ()), sys.executable, "-m", "locust", "-f", str(case.loadtest_file()),
            "--headless", "--spec", str(spec_file), "--html", str(stage.html), "--only-summary", "--loglevel", "WARNING"]
     if int(spec.processes) > 1:

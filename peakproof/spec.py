@@ -1,7 +1,9 @@
-"""A run, resolved once: :class:`RunSpec`, and what each stage gives back: :class:`StageResult`.
+"""A run, resolved once: the request (:class:`RunSpec`), what the run learns as it goes
+(:class:`RunFacts`), and what each stage gives back (:class:`StageResult`).
 
 ``peakproof run`` parses its command line once into a spec; every stage reads that spec, in
-process or, in a child process, from a file (``--spec spec.json``), and writes a structured
+process or, in a child process, from a file (``--spec spec.json``, the facts known by then beside
+it under ``facts``), and writes a structured
 result (``--result result.json``) that the parent reads. Nothing re-parses another stage's
 text, nothing finds a report by its name, and the verdict is judged once (by the stage that
 ran the checks) and read everywhere after. ``locust -f loadtests/`` and ``pytest
@@ -22,11 +24,11 @@ from .errors import UsageError
 
 @dataclass(frozen=True)
 class RunSpec:
-    """Everything a run is: which case, which target, which load, how it is judged."""
+    """What the user asks for: which case, which target, which load, how it is judged (what the run learns
+    on the way, its placement, pids and calibration's limit, is :class:`RunFacts`)."""
 
     case: str
     target_url: str | None = None  # None: the embedded reference (started by the run)
-    embedded: bool = False  # the target is the reference this run started (its cores are the run's)
     policy: str | None = None
     driver: str | None = None
     openapi: str | None = None  # the contract stage's OpenAPI (URL or file); None: the case's own contract
@@ -59,17 +61,6 @@ class RunSpec:
     calibrate_max_rate: float | None = None
     calibrate_min_rate: float | None = None  # the ladder's first step (None: 2% of the peak)
     calibrate_latency: bool = False
-    # what stopped the calibration's ladder ("target": the rate is the target's knee, not the generator's limit,
-    # so a curve above it is still the generator's to offer; None: the generator's, or not said)
-    calibrated_by: str | None = None
-    # what ran where (peakproof run's placement, said before the load) and, when the target shared cores
-    # with the generators, why its latency was partly the harness's ("": said not shared; None: not stated)
-    placement: str | None = None
-    shared_cores: str | None = None
-    # the run's own processes, so that a stage can tell them from the machine's other tenants (peakproof.tenants):
-    # the root of the run's process tree (None: the stage's own process) and the target's processes here
-    run_pid: int | None = None
-    target_pids: tuple[int, ...] | None = None
     # what discovery cannot see (peakproof.components): --target-process PATTERN|PID, --target-cgroup PATH
     target_process: tuple[str, ...] = ()
     target_cgroup: str | None = None
@@ -121,6 +112,7 @@ class RunSpec:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> "RunSpec":
+        doc = {k: v for k, v in doc.items() if k != FACTS}  # what the run learned rides beside: RunFacts
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(doc) - known)
         if unknown or "case" not in doc:
@@ -132,9 +124,13 @@ class RunSpec:
         d["target_process"] = tuple(d.get("target_process") or ())
         return cls(**d)
 
-    def dump(self, path: str | Path) -> Path:
+    def dump(self, path: str | Path, facts: "RunFacts | None" = None) -> Path:
+        """The request as a stage's file, with what the run learned so far beside it (``facts``)."""
         p = Path(path)
-        p.write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+        doc = self.to_json()
+        if facts is not None:
+            doc[FACTS] = facts.to_json()
+        p.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         return p
 
     @classmethod
@@ -144,6 +140,58 @@ class RunSpec:
         except (OSError, ValueError) as e:
             raise UsageError("--spec", "a run spec file (JSON) written by peakproof run", str(path), str(e)) from None
         return cls.from_json(doc)
+
+
+FACTS = "facts"  # the key of a stage file's RunFacts, beside the request's fields
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What ``peakproof run`` learned as it went, which no user asks for: passed to each stage beside the
+    request (a stage file's ``facts``), never mixed into it. A stage run directly (``locust -f loadtests/``,
+    ``pytest properties/``) has none: every field says "not known" and its reader finds out for itself."""
+
+    embedded: bool = False  # the target is the reference this run started (its cores are the run's)
+    # the run's own processes, so that a stage can tell them from the machine's other tenants (peakproof.tenants):
+    # the root of the run's process tree (None: the stage's own process) and the target's processes here
+    run_pid: int | None = None
+    target_pids: tuple[int, ...] = ()
+    # what ran where (the placement, said before the load) and, when the target shared cores with the
+    # generators, why its latency was partly the harness's ("": said not shared; None: not stated)
+    placement: str | None = None
+    shared_cores: str | None = None
+    # what stopped the calibration's ladder ("target": the rate is the target's knee, not the generator's limit,
+    # so a curve above it is still the generator's to offer; "top": a floor; None: the generator's, or not said)
+    calibrated_by: str | None = None
+
+    def learned(self, **changes: Any) -> "RunFacts":
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["target_pids"] = list(self.target_pids)
+        return d
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any] | None) -> "RunFacts":
+        doc = dict(doc or {})
+        unknown = sorted(set(doc) - {f.name for f in fields(cls)})
+        if unknown:
+            raise UsageError("a run spec's facts", "the fields of peakproof.spec.RunFacts", unknown,
+                             "Write specs with peakproof run (or RunSpec.dump).")
+        doc["target_pids"] = tuple(doc.get("target_pids") or ())
+        return cls(**doc)
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> "RunFacts":
+        """The facts beside the request in a stage's file (none for no file, or a file without them)."""
+        if not path:
+            return cls()
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise UsageError("--spec", "a run spec file (JSON) written by peakproof run", str(path), str(e)) from None
+        return cls.from_json(doc.get(FACTS) if isinstance(doc, dict) else None)
 
 
 @dataclass

@@ -118,11 +118,11 @@ class TenantMeter:
         return cls(root, target_pids, port, stated, cgroup, exclude)
 
     @classmethod
-    def for_spec(cls, spec: Any, url: str | None = None, root: int | None = None) -> "TenantMeter":
-        """The meter of a stage of ``spec`` (a RunSpec): its URL, pids, stated processes and helpers."""
-        return cls.for_url(url if url is not None else spec.target_url, root if root is not None else spec.run_pid,
-                           spec.target_pids or (), spec.target_process, spec.target_cgroup,
-                           [spec.opt("provider_url")])
+    def for_spec(cls, spec: Any, facts: Any, url: str | None = None, root: int | None = None) -> "TenantMeter":
+        """The meter of a stage of ``spec`` (a RunSpec): its URL, stated processes and helpers, and, from
+        ``facts`` (its RunFacts), the run's root and the target's pids."""
+        return cls.for_url(url if url is not None else spec.target_url, root if root is not None else facts.run_pid,
+                           facts.target_pids, spec.target_process, spec.target_cgroup, [spec.opt("provider_url")])
 
     def _discover(self, table: dict[int, Proc]) -> dict[int, Component]:
         """The target's processes now: discovery in full every few reads (it reads every process's sockets);

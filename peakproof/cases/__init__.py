@@ -32,7 +32,7 @@ from pathlib import Path
 from ..case import CaseDrivers
 from ..errors import UsageError
 from ..options import SHARED, Option
-from ..spec import RunSpec
+from ..spec import RunFacts, RunSpec
 
 if TYPE_CHECKING:
     from ..case import Case
@@ -98,12 +98,13 @@ def get_case(name: str) -> "Case":
     return cases[name]
 
 
-def run_of(spec: RunSpec) -> "Run":
-    """The run record of ``spec``: its case found by name and its driver resolved, here and only
-    here (each process's entry point calls this once; see :mod:`peakproof.run`)."""
+def run_of(spec: RunSpec, facts: "RunFacts | None" = None) -> "Run":
+    """The run record of ``spec`` (and the ``facts`` a parent run passed beside it): its case found by
+    name and its driver resolved, here and only here (each process's entry point calls this once; see
+    :mod:`peakproof.run`)."""
     from ..run import Run
 
-    return Run.of(spec, get_case(spec.case))
+    return Run.of(spec, get_case(spec.case), facts)
 
 
 def all_options() -> list[Option]:

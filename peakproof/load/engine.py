@@ -35,7 +35,7 @@ from ..junit import write_scenario
 from ..report import write_report
 from ..options import LOCUST, add_options
 from ..slo import parse_thresholds
-from ..spec import RunSpec, StageResult
+from ..spec import RunFacts, RunSpec, StageResult
 from . import messages
 from .dispatch import dispatch, harness_error
 from .judge import RunRecord, conclude_calibration, judge_run, summary, witnesses_of
@@ -170,8 +170,11 @@ def _new_engine(environment: Any) -> Engine:
         spec = spec.with_options(scenario=opts.scenario)
     if spec.html is None and getattr(opts, "html_file", None):
         spec = spec.with_options(html=opts.html_file)
-    # this process's run record, built once: a driver that cannot be loaded is said before anything is sent
-    return Engine(environment, spec, SCENARIOS[spec.scenario](run_of(spec)), source_address=PROCESS.own_source_address)
+    # this process's run record, built once (with what peakproof run learned, beside the request in its file):
+    # a driver that cannot be loaded is said before anything is sent
+    facts = RunFacts.load(getattr(opts, "spec", None))
+    return Engine(environment, spec, SCENARIOS[spec.scenario](run_of(spec, facts)),
+                  source_address=PROCESS.own_source_address)
 
 
 @events.init.add_listener
@@ -273,7 +276,7 @@ def _test_start(environment: Any, **_: Any) -> None:
         eng.started_wall = time.time() + 1.0
         n = max(1, environment.runner.worker_count)
         environment.runner.send_message(messages.PLAN, messages.plan(n, eng.shared, eng.started_wall, eng.spec,
-                                                                     environment.host))
+                                                                     environment.host, eng.scenario.run.facts))
     else:
         eng.share = (0, 1)
     gevent.spawn(_monitor_loop, eng)
@@ -309,7 +312,8 @@ def _on_plan(msg: Any, **_: Any) -> None:
         if not spec.target_url:
             spec = spec.with_options(target_url=env.host or data.get("host"))
         env.host = env.host or data.get("host")
-        eng = PROCESS.engine = Engine(env, spec, SCENARIOS[spec.scenario](run_of(spec)),
+        facts = RunFacts.from_json(data.get("facts"))  # what the master's peakproof run learned
+        eng = PROCESS.engine = Engine(env, spec, SCENARIOS[spec.scenario](run_of(spec, facts)),
                                       source_address=PROCESS.own_source_address)
     assert eng is not None
     if data["count"] == 0:  # the master's setup failed: nothing to send
@@ -349,7 +353,7 @@ def _tenant_meter(eng: Engine) -> Any:
     from ..tenants import TenantMeter
 
     try:
-        meter = TenantMeter.for_spec(eng.spec, eng.scenario.host)
+        meter = TenantMeter.for_spec(eng.spec, eng.scenario.run.facts, eng.scenario.host)
     except Exception as e:  # noqa: BLE001 - reading /proc must never stop a run; the figures say unknown
         harness_error(eng, "reading the machine's tenants", e)
         return None

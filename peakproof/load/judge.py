@@ -66,7 +66,7 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
         checks = with_capabilities(sc, spec, checks)
         thresholds = parse_thresholds(slo_texts)
         slos = [t.judge(history.ops) for t in thresholds]
-        shared = shared_cores(sc, spec, rec)
+        shared = shared_cores(sc, rec)
         load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds, shared)
         latency_slos = {r.name for t, r in zip(thresholds, slos) if isinstance(t, Threshold)}
         # the neighbour named before "the generator fell behind": beside a busy loop, a slow shop's miss read
@@ -81,7 +81,7 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
               "seed": spec.seed, "pool_size": spec.pool_size, "processes": rec.processes, "slos": ", ".join(slo_texts),
               "calibrated rate (arrivals/s per process)": spec.calibrated_rate or "not measured",
               "driver": spec.driver or "the case's contract", "waived (--without)": ", ".join(spec.without) or "none",
-              "placement": spec.placement or "not stated (Locust run directly)",
+              "placement": sc.run.facts.placement or "not stated (Locust run directly)",
               "the machine's CPU by tenant": rec.tenancy.sentence() if rec.tenancy else "not measured",
               "the target's processes": rec.tenancy.target_sentence() if rec.tenancy else "not measured"}
     for error in harness_errors:  # the whole traceback on the console, not only in the HTML (its last line is the verdict's)
@@ -94,18 +94,19 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
                      harness_errors=harness_errors)
 
 
-def shared_cores(sc: Scenario, spec: RunSpec, rec: RunRecord) -> str | None:
+def shared_cores(sc: Scenario, rec: RunRecord) -> str | None:
     """Why the target's latency was partly not its own, or None: a neighbour that took CPU the run needed
     (measured, :func:`peakproof.tenants.contention`); else what ``peakproof run`` placed
-    (``spec.shared_cores``); else, for a target on loopback, this machine's cores against the generator
+    (its ``RunFacts.shared_cores``); else, for a target on loopback, this machine's cores against the generator
     processes of this run (``locust -f loadtests/ --processes N`` run directly)."""
     from ..tenants import contention
 
     measured = contention(rec.tenancy) if rec.tenancy is not None else None
     if measured:
         return measured
-    if spec.shared_cores is not None:
-        return spec.shared_cores or None
+    said = sc.run.facts.shared_cores
+    if said is not None:
+        return said or None
     from ..placement import place, usable_cores
     from ..placement import on_loopback
 
@@ -239,7 +240,7 @@ def offered_load(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord,
     counters = LoadCounters(c["due"], c["sent"], c["late"], c["dropped"], c["pool_full"], rec.dropped_by_second,
                             c.get("late_by_pool", 0), c.get("late_by_pool_busy", 0), c.get("cpu_percent_max", 0))
     settings = LoadSettings(spec.late_threshold, spec.max_lateness, spec.offered_tolerance, spec.pool_size,
-                            rec.processes, spec.calibrated_rate, sc.peak_rate(), shared, spec.calibrated_by)
+                            rec.processes, spec.calibrated_rate, sc.peak_rate(), shared, sc.run.facts.calibrated_by)
     sends = [op.send_time - t0 for op in history.ops if op.send_time is not None and op.intended_time is not None]
     result = judge_offered_load(counters, planned, sends, settings)
     charts = load_charts(planned, history.ops, t0, rec.dropped_by_second, thresholds)

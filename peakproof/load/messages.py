@@ -15,11 +15,13 @@ PLAN, OPS, DONE = "peakproof_plan", "peakproof_ops", "peakproof_done"
 CHUNK = 5000  # ops a message
 
 
-def plan(count: int, shared: dict[str, Any], t0: float, spec: Any | None = None, host: str | None = None) -> dict:
-    """The master's plan: ``count`` workers split the schedule; ``spec`` (as JSON) says what to run."""
+def plan(count: int, shared: dict[str, Any], t0: float, spec: Any | None = None, host: str | None = None,
+         facts: Any | None = None) -> dict:
+    """The master's plan: ``count`` workers split the schedule; ``spec`` (as JSON) says what to run, with
+    what the run learned (``facts``, its RunFacts) beside it."""
     out: dict[str, Any] = {"count": count, "shared": shared, "t0": t0}
     if spec is not None:
-        out.update(spec=spec.to_json(), host=host)
+        out.update(spec=spec.to_json(), host=host, facts=facts.to_json() if facts is not None else None)
     return out
 
 

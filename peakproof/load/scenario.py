@@ -64,7 +64,7 @@ class Scenario:
 
     @property
     def spec(self) -> "RunSpec":
-        """The user's request (and the run's facts so far): what the Locust processes share."""
+        """The user's request: what the Locust processes share (what the run learned: ``self.run.facts``)."""
         return self.run.spec
 
     def driver(self, history: History | None = None, transport: Any = None, **extra: Any) -> Any:

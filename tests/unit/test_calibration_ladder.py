@@ -62,9 +62,8 @@ def test_a_target_s_knee_below_the_curve_leaves_a_held_pool_the_target_s_failure
     # the knee is no limit of the generator's: a pool held by the target's answers is its FAIL
     held = LoadCounters(due=4_000, sent=1_100, late=1_300, dropped=1_600, pool_full=40, late_by_pool=2_900)
     planned = [i / 400 for i in range(4_000)]
-    spec = RunSpec(case="tickets", target_url="http://127.0.0.1:8000/tickets")
-    by = calibrated_by(knee_at(18.5), spec)
-    assert by == "target"
+    by = calibrated_by(knee_at(18.5), embedded=False)
+    assert by == "target" and calibrated_by(knee_at(18.5), embedded=True) is None  # the reference on the core given it
     judged = judge_offered_load(held, planned, [], LoadSettings(calibrated_rate=18.5, calibrated_by=by))
     assert judged.valid is False and "the target's latency held the pool" in judged.first_violation
     # the same rate as the generator's limit decides nothing

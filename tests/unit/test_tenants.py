@@ -5,11 +5,12 @@ there). What /proc says of a real machine is measured in tests/e2e/test_tenants.
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
 from peakproof.load.judge import RunRecord, shared_cores
-from peakproof.spec import RunSpec
+from peakproof.spec import RunFacts, RunSpec
 from peakproof.tenants import NEIGHBOUR_CORES, RUN_WAIT, WINDOW, Tenancy, Window, contention
 
 LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
@@ -78,12 +79,12 @@ def test_a_tenancy_comes_back_whole_from_its_json() -> None:
 
 
 def test_the_judge_undecides_on_a_measured_neighbour_before_what_the_placement_said() -> None:
-    spec = RunSpec(case="tickets", shared_cores="")  # the placement said: not shared
     busy = RunRecord(0.0, 20.0, 1, {}, tenancy=Tenancy(2, seconds(20, neighbours=1.0, waited=0.5)))
     quiet = RunRecord(0.0, 20.0, 1, {}, tenancy=Tenancy(2, seconds(20, neighbours=0.0, waited=0.5)))
 
     class Sc:
         host = "http://127.0.0.1:1/tickets"
+        run = SimpleNamespace(facts=RunFacts(shared_cores=""))  # the placement said: not shared
 
-    assert "processes outside the run took 1.00 of a core" in (shared_cores(Sc, spec, busy) or "")
-    assert shared_cores(Sc, spec, quiet) is None
+    assert "processes outside the run took 1.00 of a core" in (shared_cores(Sc, busy) or "")
+    assert shared_cores(Sc, quiet) is None
