@@ -10,6 +10,7 @@ report's JSON (the rate it ran at), both in the run's report directory."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,12 @@ def run_auto(url: str, reports: Path, *calibration: str) -> tuple[int, str, dict
     cals = sorted(reports.glob("calibration-tickets-*.json"))
     loads = sorted(reports.glob("tickets-opening-*.json"))
     assert cals and loads, out[-4000:]
-    return proc.returncode, out, json.loads(cals[-1].read_text()), json.loads(loads[-1].read_text())
+    load = json.loads(loads[-1].read_text())
+    # what the run learned reached the load stage beside the request (RunFacts): the placement it said, which
+    # tells the target's cores from the generators' (a load stage without it says "not stated")
+    said = re.search(r"peakproof: placement: (.*)", out)
+    assert said and load["params"]["placement"] == said.group(1).strip(), (load["params"].get("placement"), out[-2000:])
+    return proc.returncode, out, json.loads(cals[-1].read_text()), load
 
 
 def test_a_shop_just_started_is_loaded_at_most_at_the_highest_step_its_warmed_ladder_kept(cold_shop, tmp_path) -> None:
