@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +14,7 @@ from peakproof.cases.feed import FeedWorkload
 from peakproof.launch import ServedTarget
 from peakproof.models.feed import FeedParams, followers
 
-from tests.served.test_feed_http import _serve_core
+from tests.support.broken_feeds import DropsAboveThreshold, serve_core
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,10 +67,10 @@ def test_the_peak_scenario_passes_on_the_reference_target_with_every_check_judge
     assert _result(doc, "feed_matches_pull_model")["counts"]["quiet_reads"] > 100
     assert doc["details"]["visibility"]["watched posts"] > 0
     assert (tmp_path / doc["html"]).read_text().count("<svg") >= 6
-def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
-    from tests.quality.test_feed_quality import DropsAboveThreshold
 
-    url, server = _serve_core(DropsAboveThreshold(time.time))
+
+def test_the_peak_scenario_catches_a_served_hybrid_that_drops_above_threshold_authors(tmp_path: Path) -> None:
+    url, server = serve_core(DropsAboveThreshold(time.time))
     try:
         code, doc, out = _locust(url, tmp_path)
     finally:

@@ -11,7 +11,7 @@ from peakproof.checks import CheckResult
 from peakproof.providers import ProviderConfig
 from peakproof.targets.notifications import core as ncore
 
-from tests.unit.test_notifications import PEAK, run_peak
+from tests.support.notifications_peak import PEAK, run_peak
 
 
 

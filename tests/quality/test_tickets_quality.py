@@ -19,14 +19,7 @@ from peakproof.cases.tickets.properties import TicketsMachine, contention, inter
 from peakproof.targets.tickets import InMemoryStore, LeaseLock, Reservation, TicketsCore
 from peakproof.targets.tickets.core import Change, QuotaRow
 
-from . import fixed_budget
-
-
-def failure_text(exc: BaseException) -> str:
-    """All messages of a failure, including every distinct bug Hypothesis reports in a group."""
-    if isinstance(exc, BaseExceptionGroup):
-        return "\n".join(failure_text(e) for e in exc.exceptions)
-    return str(exc)
+from tests.support.search import failure_text, fixed_budget
 
 
 def shrunk_failure(policy: str, only: tuple[str, ...]) -> tuple[tuple[int, list[int], int, list[int]], str]:

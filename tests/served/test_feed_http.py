@@ -4,8 +4,6 @@ and the URL property machine catching a broken served feed."""
 from __future__ import annotations
 
 import re
-import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,8 +20,8 @@ from peakproof.launch import ServedTarget
 from peakproof.pytest_plugin import Target
 from peakproof.cases.feed.properties import FeedMachine
 
-from tests.quality import fixed_budget
-from tests.quality.test_tickets_quality import failure_text
+from tests.support.broken_feeds import serve_core
+from tests.support.search import failure_text, fixed_budget
 
 
 
@@ -150,23 +148,6 @@ def test_a_full_fan_out_queue_refuses_with_retry_after_and_a_slow_one_flags_publ
 # -- the URL machine catches a broken served feed ------------------------------------------------
 
 
-def _serve_core(core: Any) -> tuple[str, Any]:
-    import uvicorn
-
-    from peakproof.targets.feed.app import FanoutConsumers, FeedApp
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = FeedApp(core, FanoutConsumers(core, consumers=2).start())
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    threading.Thread(target=server.run, daemon=True).start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return f"http://127.0.0.1:{port}/feed", server
-
-
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for e in exc.exceptions for leaf in _leaves(e)]
@@ -180,7 +161,7 @@ def test_the_url_machine_catches_a_served_feed_that_ignores_deletes() -> None:
         def delete(self, post_id: str) -> Any:
             return self.posts[post_id] if post_id in self.posts else super().delete(post_id)
 
-    url, server = _serve_core(IgnoresDeletes(time.time, threshold=1))
+    url, server = serve_core(IgnoresDeletes(time.time, threshold=1))
     try:
         class Machine(FeedMachine):
             target = Target("feed", url)

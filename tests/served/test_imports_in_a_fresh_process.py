@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.imports import ROOT, cycles, modules
 
-from tests.unit.test_layout import ROOT, cycles, modules
+
 def test_every_module_imports_on_its_own() -> None:
     # one child; before each module, every peakproof, loadtests and targets module is forgotten, so each
     # is imported first, as a user's first import would (a cycle breaks exactly there)
