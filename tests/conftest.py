@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.room import ALONE, BUSY, EARLY, QUIET, Room, first_shares
+from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares
 
 # A FAIL's witness is replayed against its target for up to --replay-seconds (60 by default) before the run ends:
 # the suite's many runs that must FAIL (mutants, broken stacks) would each spend it. Their children inherit 0 here
@@ -48,7 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # they then run before anything else starts (busy tests wait while one of them waits), alone ones one after
     # another, quiet ones side by side, instead of each waiting for the other workers' tests of the moment
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    order = first_shares([EARLY if i.get_closest_marker("early") else _kind(i) or BUSY for i in items], workers)
+    order = first_shares([_kind(i) or BUSY for i in items], workers)
     items[:] = [items[i] for i in order]
 
 

@@ -237,7 +237,6 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
 
 # not alone: an oversell is a violation whatever the machine (a neighbour's CPU only widens the race), and a FAIL
 # is never undecided for it; beside the suite it spares the alone tests' serial minutes
-@pytest.mark.early  # the tier's longest (two shops, three stages, replays): the rest runs beside it, not after
 def test_the_check_then_act_defect_fails_no_oversell_with_a_witness_that_fails_again_on_its_own(
         tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
     """Stock read without a lock and ``held = held + n`` later: buyers who read the last tickets at once all

@@ -5,8 +5,6 @@
   core (a shop that answers by sleeping, a ladder at a few arrivals a second): beside other quiet tests
   only. Each reads the others as neighbours far below what would leave its verdict undecided, and the
   suite's busy tests, which would, wait outside.
-* ``early`` (``@pytest.mark.early``): a busy test long enough to set its tier's end, begun first
-  (:func:`first_shares`).
 * ``alone`` (``@pytest.mark.alone``): a run that takes the machine (a load of hundreds a second, a
   calibration to the knee, a test that brings its own neighbour): beside nothing.
 
@@ -28,7 +26,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 BUSY, QUIET, ALONE = "busy", "quiet", "alone"
-EARLY = "early"  # a busy test for the room; for the order, one long enough to set its tier's end (first_shares)
 POLL = 0.1  # s between two looks at the room while waiting
 
 
@@ -92,25 +89,16 @@ def first_shares(kinds: list[str], workers: int) -> list[int]:
     collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order).
     The busy tests keep the collection's order: the slow ones first (the longest first, as a scheduler minding
     the run's end would take them) put every load side by side, and mutants whose bug shows in timing went
-    uncaught beside each other (CI: three of them in one run).
-
-    An ``early`` test (a busy one long enough to set its tier's end: the examples' tier's 180 s defect run)
-    heads worker 0's share, before its alone ones, when no test is quiet: the other workers' busy tests run
-    beside it, the alone phase begins when it ends, and the tier ends about when the alone phase does, not
-    a whole early test after it (CI: the examples' tier 572 s, its 184 s test begun after the alone phase).
-    With quiet tests it is a busy one like the others: quiet ones waiting for it would keep every busy one out."""
-    early = [i for i, k in enumerate(kinds) if k == EARLY]
+    uncaught beside each other (CI: three of them in one run)."""
     alone = [i for i, k in enumerate(kinds) if k == ALONE]
     quiet = [i for i, k in enumerate(kinds) if k == QUIET]
-    busy = [i for i, k in enumerate(kinds) if k in (BUSY, EARLY) and (quiet or workers < 2 or k == BUSY)]
+    busy = [i for i, k in enumerate(kinds) if k == BUSY]
     if workers < 2:
         return quiet + alone + busy
-    if quiet:
-        early = []
     order: list[int] = []
     left = len(kinds)
     for k in range(workers):
-        head = (early if k == 0 else []) + quiet[k::workers] + (alone if k == 0 else [])
+        head = quiet[k::workers] + (alone if k == 0 else [])
         size = left // (workers - k)
         left -= size
         fill = max(0, size - len(head))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.room import ALONE, BUSY, EARLY, QUIET, Room, first_shares, fits
+from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares, fits
 
 
 def test_an_alone_test_enters_only_an_empty_room() -> None:
@@ -60,16 +60,3 @@ def test_the_tests_that_read_the_machine_head_the_workers_first_shares() -> None
     assert all(kinds[i] == BUSY for s in shares for i in s[1 if s is not shares[0] else 3:])
     assert first_shares(kinds, 1)[:6] == [10, 11, 12, 13, 14, 15]  # one process: quiet, alone, then the rest
 
-
-
-def test_a_test_that_sets_its_tiers_end_starts_before_the_alone_ones_unless_quiet_ones_would_wait_for_it() -> None:
-    kinds = [BUSY] * 6 + [ALONE] * 3 + [BUSY] * 2 + [EARLY]
-    order = first_shares(kinds, 4)
-    assert sorted(order) == list(range(len(kinds)))
-    # worker 0: the early one, then the alone ones (a head longer than its share of 3); the others: busy ones
-    assert [kinds[i] for i in order] == [EARLY, ALONE, ALONE, ALONE] + [BUSY] * 8
-    with_quiet = kinds + [QUIET]
-    order = first_shares(with_quiet, 4)
-    assert [with_quiet[i] for i in order[:2]] == [QUIET, ALONE]  # quiet ones first; the early one is busy
-    assert with_quiet[order[-1]] == EARLY
-    assert first_shares(kinds, 1) == [6, 7, 8, 0, 1, 2, 3, 4, 5, 9, 10, 11]  # one process: the collection's order
