@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import threading
 import unicodedata
 
 import requests
@@ -60,14 +61,16 @@ def render(channel: str, title: str, body: str) -> dict:
 
 
 # -- the call -----------------------------------------------------------------------------------
-_session: tuple[int, requests.Session] | None = None
+_local = threading.local()
 
 
 def _http() -> requests.Session:
-    global _session
-    if _session is None or _session[0] != os.getpid():  # one kept-alive session per worker process
-        _session = (os.getpid(), requests.Session())
-    return _session[1]
+    """One kept-alive session per worker process (prefork) or thread (the urgent pool's threads)."""
+    session = getattr(_local, "session", None)
+    if session is None or getattr(_local, "pid", None) != os.getpid():
+        session = _local.session = requests.Session()
+        _local.pid = os.getpid()
+    return session
 
 
 def send(base_url: str, channel: str, key: str, to: str, event_id: str, recipient_id: str, title: str, body: str,
