@@ -27,14 +27,16 @@ os.environ.setdefault("PEAKPROOF_REPLAY_SECONDS", "0")
 
 # -- tests that need the machine (or most of it) to themselves: tests/support/room.py ----------------------------
 
-def _room(config: pytest.Config) -> Room | None:
+def _room(config: pytest.Config, tests: int) -> Room | None:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # the same in every worker of one run
     # Only an xdist worker enters the room. A pytest a test starts (a fourth case's properties, a
     # pytester run) inherits the worker's environment, but its parent test is already in the room:
     # waiting behind an alone test that waits for that room would never end (it did, at -n 4)
     if not run or not hasattr(config, "workerinput"):
         return None  # one process, or a child of a test: nothing to wait for
-    return Room(Path(tempfile.gettempdir()) / f"peakproof-tests-{run}")
+    # every worker gets a first share when there are as many tests as workers (pytest-xdist): each looks in
+    workers = min(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1), tests)
+    return Room(Path(tempfile.gettempdir()) / f"peakproof-tests-{run}", workers)
 
 
 def _kind(item: pytest.Item | None) -> str | None:
@@ -48,7 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # they then run before anything else starts (busy tests wait while one of them waits), alone ones one after
     # another, quiet ones side by side, instead of each waiting for the other workers' tests of the moment
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    order = first_shares([_kind(i) or BUSY for i in items], workers)
+    order = first_shares([_kind(i) or BUSY for i in items], workers,
+                         [n for n, i in enumerate(items) if i.get_closest_marker("early")])
     items[:] = [items[i] for i in order]
 
 
@@ -65,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    room = _room(item.config)
+    room = _room(item.config, len(item.session.items))
     if room is None:
         return (yield)
     room.enter(_kind(item) or BUSY)

@@ -236,7 +236,9 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
 # -- the defect --------------------------------------------------------------------------------------------
 
 # not alone: an oversell is a violation whatever the machine (a neighbour's CPU only widens the race), and a FAIL
-# is never undecided for it; beside the suite it spares the alone tests' serial minutes
+# is never undecided for it; beside the suite it spares the alone tests' serial minutes. Early: at 140 to 160 s
+# it is the tier's longest by far, and begun last among the busy tests it ended the tier alone (tests/conftest.py)
+@pytest.mark.early
 def test_the_check_then_act_defect_fails_no_oversell_with_a_witness_that_fails_again_on_its_own(
         tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
     """Stock read without a lock and ``held = held + n`` later: buyers who read the last tickets at once all

@@ -13,7 +13,10 @@ exclusive ``flock``; a worker waits by polling it. Quiet and alone tests go firs
 all: an alone test waits while one waits): while one of them waits, no busy test enters, so they run one
 phase after another rather than waiting out the busy tests one by one.
 A worker keeps its place between two consecutive tests that are not busy, so no busy test slips between
-them. A dead worker's entries are dropped (its pid is gone).
+them. A dead worker's entries are dropped (its pid is gone). No busy test enters before every worker has
+looked in once (or :data:`GRACE` has passed): the workers start a second or so apart, and a busy test whose
+worker came first slipped in ahead of the alone ones, which then waited its whole length (85 s in the
+examples' tier, the machine half idle).
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 BUSY, QUIET, ALONE = "busy", "quiet", "alone"
 POLL = 0.1  # s between two looks at the room while waiting
+GRACE = 30.0  # s a busy test waits at most for the workers not yet seen (one that died starting, say)
 
 
 def fits(kind: str, me: str, inside: dict[str, str], waiting: dict[str, str]) -> bool:
@@ -41,9 +45,20 @@ def fits(kind: str, me: str, inside: dict[str, str], waiting: dict[str, str]) ->
 
 
 class Room:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, workers: int = 1) -> None:
         self.lock, self.state = base.with_suffix(".lock"), base.with_suffix(".json")
         self.me = str(os.getpid())
+        self.workers = workers  # the workers expected to look in (those with tests to run)
+
+    def admits(self, kind: str, room: dict[str, Any], now: float) -> bool:
+        """May this worker's test of ``kind`` enter ``room`` now? As :func:`fits`, and a busy one only
+        once every worker has looked in (their first tests may read the machine) or :data:`GRACE` is over."""
+        seen = room.setdefault("seen", [])
+        if self.me not in seen:
+            seen.append(self.me)
+        opened = room.setdefault("opened", now)
+        everyone = len(seen) >= self.workers or now - opened >= GRACE
+        return fits(kind, self.me, room["in"], room["waiting"]) and (kind != BUSY or everyone)
 
     def _edit(self, change: Callable[[dict[str, Any]], bool]) -> bool:
         with open(self.lock, "a") as f:
@@ -60,7 +75,7 @@ class Room:
 
     def enter(self, kind: str) -> None:
         def step(room: dict[str, Any]) -> bool:
-            if fits(kind, self.me, room["in"], room["waiting"]):
+            if self.admits(kind, room, time.time()):
                 room["in"][self.me] = kind
                 room["waiting"].pop(self.me, None)
                 return True
@@ -81,30 +96,45 @@ class Room:
         self._edit(step)
 
 
-def first_shares(kinds: list[str], workers: int) -> list[int]:
+def first_shares(kinds: list[str], workers: int, early: Iterable[int] = ()) -> list[int]:
     """An order of the tests (indices into ``kinds``) that spreads the quiet ones over the heads of every
     worker's first share, so they run side by side at once, and puts the alone ones next in worker 0's (they
     run one after another when the quiet ones are done: before, worker 0's quiet test waited behind its alone
-    ones and the busy phase began 78 s after the last alone test, behind it). Work stealing's first share gives each worker a run of the
+    ones and the busy phase began 78 s after the last alone test, behind it), and in the next worker's when
+    they are more than its share holds. Work stealing's first share gives each worker a run of the
     collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order).
-    The busy tests keep the collection's order: the slow ones first (the longest first, as a scheduler minding
-    the run's end would take them) put every load side by side, and mutants whose bug shows in timing went
-    uncaught beside each other (CI: three of them in one run)."""
-    alone = [i for i, k in enumerate(kinds) if k == ALONE]
+
+    ``early``: busy tests (``@pytest.mark.early``) much longer than the rest, each the first busy test of a
+    worker of its own (the last workers' first: they begin with busy tests), so they run side by side as soon
+    as the machine is the busy tests'; in one worker's share, or behind the others, the longest ended the
+    examples' tier alone (80 s after the rest). The other busy tests keep the collection's order: the slow
+    ones first (the longest first, as a scheduler minding the run's end would take them) put every load side
+    by side, and mutants whose bug shows in timing went uncaught beside each other (CI: three of them in one
+    run)."""
+    first = set(early)
     quiet = [i for i, k in enumerate(kinds) if k == QUIET]
-    busy = [i for i, k in enumerate(kinds) if k == BUSY]
+    alone = [i for i, k in enumerate(kinds) if k == ALONE]
+    leading = [i for i, k in enumerate(kinds) if k == BUSY and i in first]
+    busy = [i for i, k in enumerate(kinds) if k == BUSY and i not in first]
     if workers < 2:
-        return quiet + alone + busy
-    order: list[int] = []
-    left = len(kinds)
+        return quiet + alone + leading + busy
+    sizes, left = [], len(kinds)
     for k in range(workers):
-        head = quiet[k::workers] + (alone if k == 0 else [])
-        size = left // (workers - k)
-        left -= size
-        fill = max(0, size - len(head))
-        order += head + busy[:fill]
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    shares: list[list[int]] = [quiet[k::workers] for k in range(workers)]
+    for i in alone:  # worker 0's share first, then the next one's
+        k = next((k for k in range(workers) if len(shares[k]) < sizes[k]), 0)
+        shares[k].append(i)
+    for i in leading:  # the last workers' shares first, one each
+        k = next((k for k in reversed(range(workers)) if len(shares[k]) < sizes[k]
+                  and not any(j in first for j in shares[k])), workers - 1)
+        shares[k].append(i)
+    for k in range(workers):
+        fill = max(0, sizes[k] - len(shares[k]))
+        shares[k] += busy[:fill]
         del busy[:fill]
-    return order + busy
+    return [i for share in shares for i in share] + busy
 
 
 def _alive(pid: str) -> bool:

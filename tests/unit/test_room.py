@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares, fits
+from tests.support.room import ALONE, BUSY, GRACE, QUIET, Room, first_shares, fits
 
 
 def test_an_alone_test_enters_only_an_empty_room() -> None:
@@ -60,3 +60,35 @@ def test_the_tests_that_read_the_machine_head_the_workers_first_shares() -> None
     assert all(kinds[i] == BUSY for s in shares for i in s[1 if s is not shares[0] else 3:])
     assert first_shares(kinds, 1)[:6] == [10, 11, 12, 13, 14, 15]  # one process: quiet, alone, then the rest
 
+
+
+def test_no_busy_test_enters_before_every_worker_has_looked_in(tmp_path: Path) -> None:
+    # the workers start a second or so apart: a busy test on the first to start slipped in ahead of the alone
+    # tests of the others, which then waited out its whole length
+    first = Room(tmp_path / "room", workers=2)
+    assert not first._edit(lambda r: first.admits(BUSY, r, now=100.0))
+    late = Room(tmp_path / "room", workers=2)
+    late.me = "1"  # the other worker (pid 1 is always alive), its first test alone
+    assert late._edit(lambda r: late.admits(ALONE, r, now=101.0))
+    late._edit(lambda r: r["in"].update({late.me: ALONE}) or True)
+    assert not first._edit(lambda r: first.admits(BUSY, r, now=102.0))  # now it waits for the alone one
+    late._edit(lambda r: r["in"].pop(late.me) and True)
+    assert first._edit(lambda r: first.admits(BUSY, r, now=103.0))
+
+
+def test_a_worker_that_never_looks_in_holds_the_busy_tests_back_no_longer_than_the_grace(tmp_path: Path) -> None:
+    room = Room(tmp_path / "room", workers=3)
+    assert not room._edit(lambda r: room.admits(BUSY, r, now=100.0))
+    assert room._edit(lambda r: room.admits(BUSY, r, now=100.0 + GRACE))
+
+
+def test_the_early_busy_tests_each_begin_a_worker_s_busy_tests_the_last_workers_first() -> None:
+    kinds = [BUSY] * 5 + [ALONE] * 7 + [BUSY] * 6 + [BUSY] * 2
+    order = first_shares(kinds, 4, early=[18, 19])
+    assert sorted(order) == list(range(len(kinds)))
+    shares = [order[0:5], order[5:10], order[10:15], order[15:20]]  # work stealing's first shares: 5 each
+    assert [kinds[i] for i in shares[0]] == [ALONE] * 5
+    assert [kinds[i] for i in shares[1][:2]] == [ALONE] * 2  # the alone ones go on into the next share
+    assert shares[3][0] == 18 and shares[2][0] == 19  # one early test at the head of each of the last two
+    rest = [i for s in shares for i in s if kinds[i] == BUSY and i not in (18, 19)]
+    assert rest == [0, 1, 2, 3, 4, *range(12, 18)]  # the others in the collection's order
