@@ -27,14 +27,12 @@ discovery finds less and says nothing false: the components it found are still t
 
 from __future__ import annotations
 
-import os
-import re
-import socket
-import struct
 from dataclasses import dataclass, field
 from typing import Iterable
 
-__all__ = ["Component", "SocketMap", "read_sockets", "discover", "stated_pids", "display_name", "HOPS"]
+from .socketmap import Cwds, SocketMap, display_name, read_sockets, stated_pids  # noqa: F401 (re-exported)
+
+__all__ = ["Component", "SocketMap", "SharedServer", "Discovery", "Cwds", "read_sockets", "discover", "explore", "stated_pids", "display_name", "HOPS"]
 
 HOPS = 4  # connections followed from the socket's owner at most (web -> broker -> worker -> database -> ...)
 
@@ -52,222 +50,64 @@ class Component:
         return self.how.startswith("stated")
 
 
-@dataclass
-class SocketMap:
-    """This machine's sockets as the harness can see them: who owns each (by inode), each connected
-    socket's peer, and which sockets are a server's side of a connection."""
-
-    owners: dict[int, set[int]] = field(default_factory=dict)  # inode -> pids holding it
-    pid_inodes: dict[int, set[int]] = field(default_factory=dict)  # pid -> socket inodes it holds
-    peers: dict[int, int] = field(default_factory=dict)  # inode -> the inode at the connection's other end
-    server_side: set[int] = field(default_factory=set)  # inodes that are the accepting end (or a listener)
-    listening: set[int] = field(default_factory=set)  # listening sockets' inodes
-    listening_ports: dict[int, set[int]] = field(default_factory=dict)  # TCP port -> listening inodes
-
-
-# -- reading /proc ------------------------------------------------------------------------------------------------
-
-def _addr(hexaddr: str) -> tuple[str, int]:
-    host, port = hexaddr.rsplit(":", 1)
-    return host, int(port, 16)
-
-
-def _loopback_hex(host: str) -> bool:
-    if len(host) == 8:  # IPv4, little-endian: 127.x.x.x ends with "7F"
-        return host.upper().endswith("7F")
-    h = host.upper()  # IPv6 ::1, or ::ffff:127.x.x.x
-    return h == "00000000000000000000000001000000" or (h.startswith("0000000000000000FFFF0000") and h.endswith("7F"))
-
-
-def _tcp(sm: SocketMap) -> None:
-    conns: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(path) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) < 10:
-                continue
-            local, remote, state, inode = _addr(cols[1]), _addr(cols[2]), cols[3], int(cols[9])
-            if state == "0A":
-                sm.listening.add(inode)
-                sm.server_side.add(inode)
-                sm.listening_ports.setdefault(local[1], set()).add(inode)
-            elif state == "01" and inode and _loopback_hex(local[0]) and _loopback_hex(remote[0]):
-                conns[(local, remote)] = inode
-    for (local, remote), inode in conns.items():
-        peer = conns.get((remote, local))
-        if peer is None:  # IPv4 seen from an IPv6 socket (::ffff:127.0.0.1) or the other way: match on ports
-            peer = next((i for (l2, r2), i in conns.items() if l2[1] == remote[1] and r2[1] == local[1]), None)
-        if peer is not None:
-            sm.peers[inode] = peer
-            if local[1] in sm.listening_ports:
-                sm.server_side.add(inode)
-
-
-def _unix(sm: SocketMap) -> None:
-    """Unix stream sockets: their peers from the kernel's sock_diag (``ss -x`` reads the same); which
-    end is the server's from /proc/net/unix (an accepted socket carries its listener's path)."""
-    paths: set[int] = set()
-    try:
-        with open("/proc/net/unix") as f:
-            for row in f.read().splitlines()[1:]:
-                cols = row.split()
-                # Num RefCount Protocol Flags Type St Inode [Path]
-                if len(cols) >= 7 and cols[4] == "0001":  # SOCK_STREAM
-                    if int(cols[3], 16) & 0x10000:  # __SO_ACCEPTCON: listening
-                        sm.listening.add(int(cols[6]))
-                    if len(cols) >= 8 and not cols[7].startswith("@"):  # bound to a path (abstract names aside)
-                        paths.add(int(cols[6]))
-    except OSError:
-        return
-    sm.server_side |= paths
-    sm.peers.update(_unix_peers())
-
-
-def _unix_peers() -> dict[int, int]:
-    """inode -> peer inode of every connected Unix socket, from NETLINK_SOCK_DIAG; {} where refused."""
-    NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, UDIAG_SHOW_PEER, UNIX_DIAG_PEER = 4, 20, 0x4, 2
-    NLM_F_REQUEST, NLM_F_DUMP, NLMSG_DONE, NLMSG_ERROR = 0x1, 0x300, 3, 2
-    out: dict[int, int] = {}
-    try:
-        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
-    except (OSError, AttributeError):
-        return out
-    try:
-        req = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
-        s.send(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + req)
-        s.settimeout(2.0)
-        while True:
-            data = s.recv(1 << 20)
-            if not data:
-                return out
-            off = 0
-            while off + 16 <= len(data):
-                length, kind = struct.unpack_from("=IH", data, off)
-                if length < 16 or kind == NLMSG_DONE or kind == NLMSG_ERROR:
-                    return out
-                body = off + 16
-                _fam, _typ, _state, _pad, ino = struct.unpack_from("=BBBBI", data, body)
-                a = body + 16  # unix_diag_msg is 16 bytes; its attributes follow, 4-byte aligned
-                while a + 4 <= off + length:
-                    alen, atype = struct.unpack_from("=HH", data, a)
-                    if alen < 4:
-                        break
-                    if atype == UNIX_DIAG_PEER and alen >= 8:
-                        peer = struct.unpack_from("=I", data, a + 4)[0]
-                        if peer:
-                            out[ino] = peer
-                    a += (alen + 3) & ~3
-                off += (length + 3) & ~3
-    except OSError:
-        return out
-    finally:
-        s.close()
-
-
-def read_sockets() -> SocketMap:
-    """Every socket this user can see: TCP over loopback, Unix stream sockets, and who holds each."""
-    sm = SocketMap()
-    _tcp(sm)
-    _unix(sm)
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return sm
-    for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:["):
-                inode = int(link[8:-1])
-                sm.owners.setdefault(inode, set()).add(pid)
-                sm.pid_inodes.setdefault(pid, set()).add(inode)
-    return sm
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-INTERPRETERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|ruby[0-9.]*|perl|java|php[0-9.-]*|sh|bash|dash|uwsgi)$")
-
-
-def display_name(pid: int, comm: str) -> str:
-    """A process's name as a reader knows it: its command (``postgres``, ``celery``), or for an interpreter
-    the module or script it runs (``python -m gunicorn ...`` is ``gunicorn``; ``python jobs/expire.py`` is
-    ``expire.py``), since "python x12" says nothing of which part of a system is busy."""
-    if not INTERPRETERS.match(comm):
-        return comm
-    args = _cmdline(pid).split()
-    for i, arg in enumerate(args[1:], 1):
-        if arg == "-m" and i + 1 < len(args):
-            return args[i + 1].rsplit(".", 1)[-1] if not args[i + 1].endswith("__main__") else args[i + 1]
-        if arg == "-c":
-            return comm
-        if not arg.startswith("-"):  # a script; one read from a descriptor (bash /dev/fd/3) is its interpreter
-            return comm if arg.startswith("/dev/fd/") else os.path.basename(arg)
-    return comm
-
-
-def _cgroups(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cgroup") as f:
-            return [line.rstrip("\n").split(":", 2)[2] for line in f if line.count(":") >= 2]
-    except OSError:
-        return []
-
-
-def stated_pids(comms: dict[int, str], processes: Iterable[str] = (), cgroup: str | None = None,
-                never: set[int] = frozenset()) -> dict[int, str]:  # type: ignore[assignment]
-    """pid -> why, for what the user stated: ``--target-process`` (a PID, or a regular expression searched
-    in each process's name and command line) and ``--target-cgroup`` (a cgroup path: ``/system.slice/x``,
-    or the same under ``/sys/fs/cgroup``), the processes in ``never`` aside (the run's root and ancestors)."""
-    out: dict[int, str] = {}
-    for text in processes:
-        if text.isdigit():
-            if int(text) in comms and int(text) not in never:
-                out[int(text)] = f"stated: --target-process {text}"
-            continue
-        pattern = re.compile(text)
-        for pid, comm in comms.items():
-            if pid not in never and pid not in out and (pattern.search(comm) or pattern.search(_cmdline(pid))):
-                out[pid] = f"stated: --target-process {text}"
-    if cgroup:
-        want = "/" + cgroup.removeprefix("/sys/fs/cgroup").strip("/")
-        for pid in comms:
-            if pid not in never and pid not in out and any(
-                    c == want or c.startswith(want.rstrip("/") + "/") for c in _cgroups(pid)):
-                out[pid] = f"stated: --target-cgroup {cgroup}"
-    return out
-
-
 # -- the pure part ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SharedServer:
+    """A server the target talks to that also serves others: named, its other clients listed, its CPU not the
+    target's (its processes that serve only the target's connections are: a PostgreSQL backend)."""
+
+    pid: int  # the process at the top of its tree (the one that listens)
+    comm: str
+    pids: tuple[int, ...]  # its processes not counted as the target's
+    others: tuple[str, ...]  # its other clients, "name pid"
+    how: str  # how the target reaches it: "connected from gunicorn"
+
+    def sentence(self) -> str:
+        more = f" and {len(self.others) - 4} more" if len(self.others) > 4 else ""
+        return (f"{self.comm} x{len(self.pids)} ({self.how}; shared: it also serves {', '.join(self.others[:4])}{more}; "
+                f"not counted as the target's: state it with --target-process {self.comm} to count it)")
+
+
+@dataclass
+class Discovery:
+    """What discovery found: the target's processes, the servers it shares with others, and the connections
+    it could not follow (a server this user cannot read)."""
+
+    components: dict[int, Component] = field(default_factory=dict)
+    shared: list[SharedServer] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
+
 
 def discover(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, roots: Iterable[int],
              never: set[int] = frozenset(), stated: dict[int, str] | None = None,  # type: ignore[assignment]
-             exclude_ports: Iterable[int] = (), root_how: str = "serves the URL", hops: int = HOPS
-             ) -> dict[int, Component]:
+             exclude_ports: Iterable[int] = (), root_how: str = "serves the URL", hops: int = HOPS,
+             cwds: "dict[int, str] | Cwds | None" = None) -> dict[int, Component]:
+    """The target's processes (:func:`explore`'s components)."""
+    return explore(parents, comms, sockets, roots, never, stated, exclude_ports, root_how, hops, cwds).components
+
+
+INITS = {"systemd", "init", "launchd", "tini", "dumb-init", "s6-svscan", "runit"}  # start every service: no kinship
+
+
+def explore(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, roots: Iterable[int],
+            never: set[int] = frozenset(), stated: dict[int, str] | None = None,  # type: ignore[assignment]
+            exclude_ports: Iterable[int] = (), root_how: str = "serves the URL", hops: int = HOPS,
+            cwds: "dict[int, str] | Cwds | None" = None) -> Discovery:
     """The target's processes: ``roots`` (the URL's socket owners, or the process the run started) and
     their children, the ``stated`` ones, and what their loopback connections lead to (see the module).
     ``parents``/``comms``: the process table; ``never``: processes that are never the target's (the
-    run's root and its ancestors, init); ``exclude_ports``: TCP ports of the harness's own helpers."""
+    run's root and its ancestors, init); ``exclude_ports``: TCP ports of the harness's own helpers;
+    ``cwds``: each process's working directory (kinship, below).
+
+    A server the target connects to is the target's whole (its tree: a postmaster, its backends and
+    helpers) only while every client it serves is the target's. A client reached only through a server is
+    the target's when it is kin of the target: started by the same process (a launcher, a supervisor, a
+    container's shim; never the run's starters nor init) or running in the same working directory (two
+    systemd units of one application). A server with any other client is shared: of it, only the processes
+    that serve the target's own connections are the target's (PostgreSQL runs one backend per connection);
+    a single-process server (Redis) is the target's not at all, unless stated. A connection whose server
+    this user cannot read (``/proc/PID/fd`` of another user) is said, never guessed."""
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
@@ -278,11 +118,14 @@ def discover(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap,
                 excluded |= _tree(children, owner)
     found: dict[int, Component] = {}
     frontier: list[int] = []
+    cwds = cwds or {}
 
-    def add(pid: int, how: str) -> None:
+    def add(pid: int, how: str, group: bool = True) -> None:
         # a forked worker's master runs the same program (a Celery worker's parent, gunicorn's arbiter): the
-        # component is the whole group, from the topmost process of that name
-        while parents.get(pid, 0) > 1 and parents[pid] not in excluded and comms.get(parents[pid]) == comms.get(pid):
+        # component is the whole group, from the topmost process of that name (``group``: not for a backend,
+        # whose postmaster runs the same program and serves others)
+        while group and parents.get(pid, 0) > 1 and parents[pid] not in excluded \
+                and comms.get(parents[pid]) == comms.get(pid):
             pid = parents[pid]
         for p in sorted(_tree(children, pid) - excluded):
             if p not in found:
@@ -291,28 +134,123 @@ def discover(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap,
 
     for root in roots:
         add(root, root_how)
-    for pid, why in (stated or {}).items():
+    stated = stated or {}
+    for pid, why in stated.items():
         add(pid, why)
-    servers = {p for p in found if sockets.listening & sockets.pid_inodes.get(p, set())}
-    web = set(found)  # the URL's own tree: its clients (the generators, users) are never followed backwards
+    kin_of = _kinship(set(found), parents, comms, excluded, cwds)
+    servers: dict[int, str] = {}  # listener -> how the target reaches it
+    others: dict[int, set[int]] = {}  # listener -> its clients that are not the target's
+    unseen: dict[str, None] = {}
     for _ in range(hops):
+        # the clients of each server reached so far: the target's kin join it, the rest make the server shared
+        for server in list(servers):
+            for p in sorted(_tree(children, server) - excluded):
+                for inode in sockets.pid_inodes.get(p, ()):
+                    if inode not in sockets.server_side or inode in sockets.listening:
+                        continue
+                    for client in sockets.owners.get(sockets.peers.get(inode, -1), ()):
+                        if client in excluded or _within(client, server, parents):
+                            continue
+                        if client not in found and (why := kin_of(client)):
+                            add(client, f"a client of {comms.get(server, '?')}; kin: {why}")
+                        if client in found:
+                            if p != server and p not in found:
+                                add(p, f"serves {comms.get(client, '?')}'s connections", group=False)
+                        else:
+                            others.setdefault(server, set()).add(client)
         todo, frontier[:] = list(frontier), []
         for pid in todo:
             for inode in sockets.pid_inodes.get(pid, ()):
                 peer = sockets.peers.get(inode)
-                if peer is None:
+                if peer is None or inode in sockets.server_side:
+                    continue  # a connection this process accepted: its clients (the generators) are not followed
+                owners = sockets.owners.get(peer, set())
+                if not owners:
+                    if (where := _unreadable_server(peer, sockets)) is not None:
+                        unseen.setdefault(f"a connection of {comms.get(pid, '?')} (pid {pid}) to {where}, served "
+                                          f"by a process this user cannot read: state it with --target-process "
+                                          f"PATTERN|PID, or run as its user", None)
                     continue
-                mine_serves = inode in sockets.server_side
-                for other in sockets.owners.get(peer, ()):
+                for other in owners:
                     if other in found or other in excluded:
                         continue
-                    if not mine_serves:  # pid called out: the server side, as the tree that listens
-                        server = _listener_of(other, parents, sockets, excluded)
-                        add(server, f"connected from {comms.get(pid, '?')}")
-                        servers.add(server)
-                    elif pid not in web and _serves(pid, parents, servers):
-                        add(other, f"a client of {comms.get(pid, '?')}")  # a worker on the same broker
-    return found
+                    server = _listener_of(other, parents, sockets, excluded)
+                    servers.setdefault(server, f"connected from {comms.get(pid, '?')}")
+                    if other != server:  # a process per connection: the one serving this connection is the target's
+                        add(other, f"serves {comms.get(pid, '?')}'s connections", group=False)
+    shared: list[SharedServer] = []
+    for server, how in servers.items():
+        tree = _tree(children, server) - excluded
+        if not others.get(server) or server in stated:
+            for p in sorted(tree):  # every client is the target's: so is the whole server
+                if p not in found or found[p].how.startswith("serves ") and "connections" in found[p].how:
+                    found[p] = Component(p, comms.get(p, "?"), how)
+            continue
+        names = sorted({f"{comms.get(c, '?')} {min(_group(c, parents, comms, excluded))}" for c in others[server]})
+        shared.append(SharedServer(server, comms.get(server, "?"), tuple(sorted(tree - set(found))), tuple(names), how))
+    return Discovery(found, shared, list(unseen))
+
+
+def _group(pid: int, parents: dict[int, int], comms: dict[int, str], excluded: set[int]) -> set[int]:
+    """A process and its ancestors of the same program (a worker and its master): named by the topmost."""
+    out = {pid}
+    while parents.get(pid, 0) > 1 and parents[pid] not in excluded and comms.get(parents[pid]) == comms.get(pid):
+        pid = parents[pid]
+        out.add(pid)
+    return out
+
+
+def _within(pid: int, top: int, parents: dict[int, int]) -> bool:
+    for _ in range(32):
+        if pid == top:
+            return True
+        if pid <= 1:
+            return False
+        pid = parents.get(pid, 0)
+    return False
+
+
+def _kinship(target: set[int], parents: dict[int, int], comms: dict[int, str], excluded: set[int],
+             cwds: "dict[int, str] | Cwds"):  # type: ignore[no-untyped-def]
+    """A test of whether a process is kin of the target's first processes, and why ("" when not): started by
+    one of the processes that started them (never the run's starters, init, or a service manager), or running
+    in the same working directory (not ``/``)."""
+    starters: set[int] = set()
+    for pid in target:
+        p = parents.get(pid, 0)
+        for _ in range(16):
+            if p <= 1 or p in excluded or comms.get(p) in INITS:
+                break
+            if p not in target:
+                starters.add(p)
+            p = parents.get(p, 0)
+    homes = {cwds[p] for p in target if cwds.get(p) not in (None, "", "/")}
+
+    def kin(pid: int) -> str:
+        p = pid
+        for _ in range(16):
+            if p <= 1 or p in excluded:
+                break
+            if p in starters:
+                return f"started by {comms.get(p, '?')}, as the target is"
+            if cwds.get(p) in homes:  # it, or the master that forked it
+                return f"runs in the target's folder {cwds[p]}"
+            p = parents.get(p, 0)
+        return ""
+
+    return kin
+
+
+def _unreadable_server(peer: int, sockets: SocketMap) -> str | None:
+    """Where a connection whose other end no process this user can read holds leads: its server's address,
+    when that server's listening socket is unreadable too (else the connection just closed: nothing said)."""
+    where = sockets.addresses.get(peer)
+    if where is None:
+        return None
+    listeners = sockets.listening_addresses.get(where, set())
+    if any(sockets.owners.get(i) for i in listeners):
+        return None
+    return where
 
 
 def _tree(children: dict[int, list[int]], root: int) -> set[int]:
@@ -336,14 +274,3 @@ def _listener_of(pid: int, parents: dict[int, int], sockets: SocketMap, excluded
             best = p
         p = parents.get(p, 0)
     return best
-
-
-def _serves(pid: int, parents: dict[int, int], servers: set[int]) -> bool:
-    p = pid
-    for _ in range(16):
-        if p in servers:
-            return True
-        if p <= 1:
-            return False
-        p = parents.get(p, 0)
-    return False

@@ -72,5 +72,5 @@ def target_facts(url: str, spec: RunSpec | None = None, facts: RunFacts | None =
     t = meter.result()
     t = Tenancy(t.cores, target_processes=sorted(meter.target_names.items()),
                 target_affinity={p: affinity(p) for p in meter.target_names}, port=meter.port,
-                found_by_socket=meter.found_by_socket, components=t.components)
+                found_by_socket=meter.found_by_socket, components=t.components, shared=t.shared, unseen=t.unseen)
     return t.target_sentence(seen=False)  # nothing ran yet: the cores it may use, not those it used

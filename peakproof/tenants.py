@@ -29,45 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .components import Component
+# the judging of a stage's tenancy (pure), and its thresholds: re-exported
+from .contention import (NEIGHBOUR_CORES, RUN_WAIT, SATURATED, WINDOW, Window, contention,  # noqa: F401
+                         shared_with_the_run, stretches)
 from .procfs import (Proc, affinity, ancestors, busy_by_cpu, cores_text, listening_pids,  # noqa: F401 (re-exported)
                      process_table, thread_stats, tids_of, with_descendants)
 
-# A window is contended when the neighbours took at least this share of one core...
-NEIGHBOUR_CORES = 0.10
-# ...while the run's processes (generators and target together) spent at least this share of the
-# window's wall time runnable but waiting for a CPU (a quiet 2-core host shows about 0.01)
-RUN_WAIT = 0.05
-# ...and the harness shares the target's cores only when the machine had no CPU to spare: busy this share of its cores
-SATURATED = 0.9
-WINDOW = 5.0  # s: the span contention is judged over (a neighbour arriving mid-stage is not averaged away)
 
 
 # -- measuring a stage ------------------------------------------------------------------------------------------
-
-@dataclass
-class Window:
-    """One span between two readings: seconds of CPU by whom, and what the run's threads waited."""
-
-    span: float
-    machine: float  # busy CPU-seconds on the usable cores
-    run: float  # the run's own processes (generators and whatever else the run started), target excluded
-    target: float  # the target's processes on this machine
-    waited_run: float
-    waited_target: float
-    kernel: float = 0.0  # the kernel's own threads (loopback softirqs, writeback): mostly the run's traffic
-
-    @property
-    def neighbours(self) -> float:
-        return max(0.0, self.machine - self.run - self.target - self.kernel)
-
-    def to_json(self) -> list[float]:
-        return [round(x, 4) for x in (self.span, self.machine, self.run, self.target, self.waited_run,
-                                      self.waited_target, self.kernel)]
-
-    @classmethod
-    def from_json(cls, v: list[float]) -> "Window":
-        return cls(*v)
-
 
 class TenantMeter:
     """Reads the machine at :meth:`sample` (call it every second or so, and once at the end) and keeps
@@ -88,6 +58,10 @@ class TenantMeter:
         # the run's root and the processes that started it (a shell, pytest) are never the target's
         self.never = {self.root, os.getpid()} | ancestors(self.root) | ancestors(os.getpid())
         self.components: dict[int, Component] = {}  # pid -> how it is the target's (peakproof.components)
+        # servers the target shares with others (named, not counted as the target's) and connections it could not
+        # follow (a server another user runs): peakproof.components.explore
+        self.shared: dict[str, tuple[int, ...]] = {}
+        self.unseen: list[str] = []
         self._reads = 0
         # the cores the run and the target may use (a generator pinned to one core still shares the machine)
         self.cpus = sorted({c for pid in [self.root, *self.target_roots] for c in (affinity(pid) or ())}
@@ -129,14 +103,20 @@ class TenantMeter:
         in between, the components known and their new children (a worker forked since)."""
         self._reads += 1
         if self._reads % 5 == 1 or not self.components:
-            from .components import discover, display_name, read_sockets, stated_pids
+            from .components import Cwds, display_name, explore, read_sockets, stated_pids
 
             comms = {pid: display_name(pid, p.comm) for pid, p in table.items()}
             parents = {pid: p.ppid for pid, p in table.items()}
             stated = stated_pids(comms, self.stated, self.cgroup, self.never) if (self.stated or self.cgroup) else {}
             if self.port or self.target_roots or stated:
-                self.components = discover(parents, comms, read_sockets(), self.target_roots, self.never, stated,
-                                           self.exclude_ports)
+                seen = explore(parents, comms, read_sockets(), self.target_roots, self.never, stated,
+                               self.exclude_ports, cwds=Cwds())
+                self.components = seen.components
+                for server in seen.shared:  # the latest word on each (its other clients come and go)
+                    self.shared[server.sentence()] = server.pids
+                    for pid in server.pids:
+                        self._names[pid] = f"{display_name(pid, table[pid].comm) if pid in table else server.comm} (shared)"
+                self.unseen = list(dict.fromkeys([*self.unseen, *seen.unseen]))
             return {pid: c for pid, c in self.components.items() if pid in table}
         from .components import display_name
 
@@ -223,7 +203,8 @@ class TenantMeter:
                        self.port, self.found_by_socket,
                        {k: {c: round(x, 4) for c, x in v.items()} for k, v in self.core_seconds.items()},
                        self._component_summary(), self.component_windows,
-                       {k: round(v, 2) for k, v in sorted(self.outside.items(), key=lambda kv: -kv[1])[:5]})
+                       {k: round(v, 2) for k, v in sorted(self.outside.items(), key=lambda kv: -kv[1])[:5]},
+                       _latest_per_server(list(self.shared)), list(self.unseen))
 
     def _component_summary(self) -> list[dict[str, Any]]:
         """Each component of the target over the stage: its name, how it was found, its processes, CPU,
@@ -274,6 +255,14 @@ class Metered:
 
 
 
+def _latest_per_server(sentences: list[str]) -> list[str]:
+    """Of the sentences said of each shared server over a stage (its other clients change), the last one."""
+    last: dict[str, str] = {}
+    for s in sentences:
+        last[s.split(" x", 1)[0]] = s
+    return list(last.values())
+
+
 def _loopback_port(url: str | None) -> int | None:
     from urllib.parse import urlsplit
 
@@ -315,6 +304,10 @@ class Tenancy:
     component_windows: list[dict[str, tuple[float, float]]] = field(default_factory=list)
     # the processes outside the run and the target that used the most CPU over the stage: name -> CPU-seconds
     outside: dict[str, float] = field(default_factory=dict)
+    # servers the target shares with other applications (counted outside it, each with its other clients), and
+    # connections discovery could not follow (a server this user cannot read): peakproof.components
+    shared: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -385,7 +378,12 @@ class Tenancy:
             parts.append(f"{name} x{c['processes']}{figures} ({found})")
         stated = sum(1 for c in self.components if split_label(c["label"])[1].startswith("stated"))
         return (f"the target: {', '.join(parts)} ({len(self.components) - stated} component(s) found, {stated} "
-                f"stated)")
+                f"stated)" + self.boundary_sentence())
+
+    def boundary_sentence(self) -> str:
+        """What discovery left outside the target, and why: shared servers, connections it could not follow."""
+        text = "".join(f"; a server shared with others: {s}" for s in self.shared)
+        return text + "".join(f"; not seen: {u}" for u in self.unseen)
 
     def busiest_component(self) -> dict[str, Any] | None:
         """The component that used the most CPU over the stage, with its utilisation (cores) and saturation
@@ -413,7 +411,7 @@ class Tenancy:
                 "core_seconds": {k: {str(c): x for c, x in v.items()} for k, v in self.core_seconds.items()},
                 "components": self.components,
                 "component_windows": [{k: list(v) for k, v in w.items()} for w in self.component_windows],
-                "outside": self.outside}
+                "outside": self.outside, "shared": self.shared, "unseen": self.unseen}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Tenancy":
@@ -424,76 +422,6 @@ class Tenancy:
                    {k: {int(c): x for c, x in v.items()} for k, v in (d.get("core_seconds") or {}).items()},
                    list(d.get("components") or []),
                    [{k: (float(v[0]), float(v[1])) for k, v in w.items()} for w in d.get("component_windows") or []],
-                   {str(k): float(v) for k, v in (d.get("outside") or {}).items()})
+                   {str(k): float(v) for k, v in (d.get("outside") or {}).items()},
+                   list(d.get("shared") or []), list(d.get("unseen") or []))
 
-
-def stretches(windows: list[Window], span: float) -> Iterable[Window]:
-    """Each run of consecutive windows from each start, summed until it spans ``span`` seconds (or the
-    stage, when the stage is shorter)."""
-    whole = sum(w.span for w in windows)
-    for i in range(len(windows)):
-        acc = Window(0, 0, 0, 0, 0, 0, 0)
-        for w in windows[i:]:
-            acc = Window(*(a + b for a, b in zip(acc.to_json(), w.to_json())))
-            if acc.span >= span:
-                break
-        if acc.span > 0 and acc.span >= min(span, whole) - 1e-6:
-            yield acc
-
-
-def contention(t: Tenancy) -> str | None:
-    """Why the stage's latency and pace were not the target's alone, or None: some stretch of about
-    :data:`WINDOW` seconds in which processes outside the run took :data:`NEIGHBOUR_CORES` of a core or
-    more while the run's own threads waited :data:`RUN_WAIT` of the time or more for a CPU; else the
-    harness's own generators on the cores the target ran on (:func:`shared_with_the_run`)."""
-    return _neighbour(t) or shared_with_the_run(t)
-
-
-def shared_with_the_run(t: Tenancy) -> str | None:
-    """A target on this machine that ran on a core the run's own threads ran on, and waited for a CPU
-    :data:`RUN_WAIT` of some stretch or more while the run used :data:`NEIGHBOUR_CORES` of a core there:
-    the harness took CPU the target needed (peakproof pins its generators, not someone else's target), and
-    how much of the wait was the harness's and how much the target's own threads' cannot be told apart."""
-    # a core the run used a tenth of a core of, over the stage, and the target ran on (a thread of the run that
-    # woke once on the target's pinned core shares nothing)
-    run_cores = {c for c, x in t.core_seconds.get("run", {}).items() if x >= NEIGHBOUR_CORES * t.wall}
-    both = sorted(run_cores & {c for c, x in t.core_seconds.get("target", {}).items() if x > 0})
-    if not both or not t.target_processes:
-        return None
-    worst: Window | None = None
-    # A target free to run on every core waited for the harness only when the machine had no CPU to spare: with
-    # a core idle, a target of many processes waited for its own threads (a web tier, a database and workers queue
-    # behind one another). One held to some cores (its own taskset, a container) may starve beside an idle one.
-    allowed = {c for a in t.target_affinity.values() if a for c in a}
-    floor = SATURATED * t.cores if allowed and len(allowed) >= t.cores else 0.0
-    for acc in stretches(t.windows, WINDOW):
-        if acc.run / acc.span >= NEIGHBOUR_CORES and acc.waited_target / acc.span >= RUN_WAIT \
-                and acc.machine / acc.span >= floor and (
-                worst is None or acc.waited_target / acc.span > worst.waited_target / worst.span):
-            worst = acc
-    if worst is None:
-        return None
-    return (f"the target ran on core(s) {cores_text(both)}, where the harness's own processes ran too "
-            f"({worst.run / worst.span:.2f} of a core in its worst {worst.span:.0f} s), and its threads waited for a CPU "
-            f"{worst.waited_target / worst.span:.0%} of that time (summed over its threads): the harness took CPU the "
-            f"target needed. Give the "
-            f"target cores of its own (peakproof pins its generators to the first cores: e.g. taskset -c "
-            f"{t.cores - 1} for the target on this {t.cores}-core machine), or run it on a machine of its own")
-
-
-def _neighbour(t: Tenancy) -> str | None:
-    worst: Window | None = None
-    for acc in stretches(t.windows, WINDOW):
-        taken = acc.neighbours / acc.span
-        waited = (acc.waited_run + acc.waited_target) / acc.span
-        if taken >= NEIGHBOUR_CORES and waited >= RUN_WAIT and (worst is None or taken > worst.neighbours / worst.span):
-            worst = acc
-    if worst is None:
-        return None
-    busiest = t.outside_sentence()
-    return (f"processes outside the run{' (the busiest over the stage: ' + busiest + ')' if busiest else ''} took "
-            f"{worst.neighbours / worst.span:.2f} of a core in its worst "
-            f"{worst.span:.0f} s ({t.share('neighbours'):.0%} of the machine's {t.cores} core(s) over the "
-            f"stage) while the run's own threads waited for a CPU {(worst.waited_run + worst.waited_target) / worst.span:.0%} "
-            f"of that time (the target's {worst.waited_target / worst.span:.0%}): a neighbour took CPU the run "
-            f"needed. Run again on a quiet machine, or with the target and the generators on machines of their own")

@@ -113,6 +113,7 @@ def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], provider_url: str) -> None:
     """``peakproof run`` with the rules stated: the load stage (the properties ran above)."""
     url, folder = stack
@@ -145,7 +146,7 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
     stage = next(line for line in out.stdout.splitlines() if line.startswith("peakproof: notifications-peak: CPU"))
     assert "redis-server x1" in stage and "(found: connected from gunicorn)" in stage, stage
     assert "postgres x" in stage, stage
-    assert "celery x" in stage and "(found: a client of redis-server)" in stage, stage  # the default queue's
+    assert "celery x" in stage and "(found: a client of redis-server; kin: " in stage, stage  # the default queue's
     assert "(stated: --target-process celery.* -Q urgent)" in stage and "1 stated" in stage, stage
     assert "providers" not in stage.split("the target:")[1].split("; the target's processes")[0], stage
 
@@ -183,6 +184,7 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_locust_with_the_installed_locustfile_passes_the_short_peak(stack: tuple[str, Path], provider_url: str) -> None:
     """Locust's own entry point, as the README gives it: ``locust -f "$(peakproof locustfile)"``."""
     url, folder = stack
@@ -199,6 +201,7 @@ def test_locust_with_the_installed_locustfile_passes_the_short_peak(stack: tuple
 
 
 @pytest.mark.alone  # a load: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_one_urgent_worker_lets_reminders_overtake_urgent_ones_when_answers_are_lost(provider_url: str,
                                                                                     tmp_path: Path) -> None:
     """``--urgent-workers 1`` under the lost-answers fault scenario (Locust's own entry point,

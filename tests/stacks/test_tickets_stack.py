@@ -134,6 +134,7 @@ def test_the_properties_pass_as_installed_from_a_folder_of_the_teams_own(shop: s
 
 
 @pytest.mark.alone  # a load: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_peakproof_run_passes_the_load_with_the_shops_rule_stated(shop: str, reports: str) -> None:
     out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", shop, *ADMIN, *RULES, *LOAD,
                     "--report-dir", reports, "--replay-seconds", "60")
@@ -156,7 +157,8 @@ def assert_the_shops_components(line: str) -> None:
     """A stage's line names the shop's three components, each found from gunicorn's socket (none stated)."""
     assert "gunicorn x" in line and "(serves the URL)" in line, line
     assert "postgres x" in line and "(found: connected from gunicorn)" in line, line
-    assert "expiry x1" in line and "(found: a client of postgres)" in line, line
+    # started by the stack's launcher, as gunicorn was: kin of the target, so the target's
+    assert "expiry x1" in line and "(found: a client of postgres; kin: started by tickets" in line, line
     assert "0 stated" in line, line
 
 
@@ -176,6 +178,7 @@ def slow_shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.mark.alone
+@pytest.mark.decides
 def test_a_shop_whose_database_is_slow_fails_its_latency_naming_the_busiest_component(slow_shop: str,
                                                                                       reports: str) -> None:
     """Its database, backends and job counted as the shop's, nothing outside it busy: a latency miss is the
@@ -218,6 +221,7 @@ def test_the_slow_shop_beside_a_neighbour_arriving_mid_run_is_inconclusive_never
 
 
 @pytest.mark.alone
+@pytest.mark.decides
 def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) -> None:
     locustfile = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60).stdout.strip()
