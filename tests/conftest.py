@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import skips
 from tests.support.room import ALONE, BUSY, QUIET, Room, first_shares
 
 # A FAIL's witness is replayed against its target for up to --replay-seconds (60 by default) before the run ends:
@@ -57,6 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _keep_skips(config)
     # pytest -n's default hands each worker a fixed share of the first tests; the suite's run times differ
     # a hundredfold (0.01 s to 100 s), so one worker's share can end long after the others'. Work
     # stealing gives an idle worker tests still queued on a busy one: 493 s against 513 s for the
@@ -152,3 +154,29 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             if tier in spent:
                 outcome = f"{failed[tier]} failed" if failed.get(tier) else "green"
                 terminalreporter.write_line(f"  {tier:15} {count.get(tier, 0):4} tests {spent[tier]:8.1f} s  {outcome}")
+    _summarize_skips(terminalreporter, config)
+
+
+# -- every skip has a reason class (tests/support/skips.py): kept where every test's report arrives (under pytest -n,
+# the controller), counted at the end, written to PEAKPROOF_SKIP_RECORD for CI's gate (.ci/run)
+
+_SKIPS = pytest.StashKey[skips.SessionSkips]()
+
+
+def _keep_skips(config: pytest.Config) -> None:
+    # the session a user or CI started: not an xdist worker (its controller gets its reports), nor a pytest a
+    # test started (the fourth case's properties: it inherits PEAKPROOF_SKIP_RECORD, and would write over it)
+    if hasattr(config, "workerinput") or "PYTEST_CURRENT_TEST" in os.environ:
+        return
+    config.stash[_SKIPS] = skips.SessionSkips(os.environ.get("PEAKPROOF_SKIP_RECORD") or None)
+    config.pluginmanager.register(config.stash[_SKIPS], "peakproof-skips")
+
+
+def _summarize_skips(terminalreporter: Any, config: pytest.Config) -> None:
+    """The skips per class, and each skip of a test that must decide or of no class."""
+    kept = config.stash.get(_SKIPS, None)
+    if kept is None:
+        return
+    terminalreporter.section("skips by reason (tests/support/skips.py)")
+    for line in kept.summary():
+        terminalreporter.write_line(line)

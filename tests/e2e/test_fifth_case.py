@@ -81,6 +81,7 @@ def test_its_properties_pass_run_by_their_path_from_its_folder(fifth: dict[str, 
 
 @pytest.mark.alone  # a load: its latency reads the machine (tests/conftest.py)
 @pytest.mark.timeout(900)
+@pytest.mark.decides
 def test_peakproof_run_serves_its_reference_runs_its_scenario_and_passes(
         fifth: dict[str, str]) -> None:
     before = shared_files()

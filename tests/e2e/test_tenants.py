@@ -13,7 +13,7 @@ import pytest
 
 from peakproof.tenants import TenantMeter, listening_pids
 
-LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
+LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="[platform] reads Linux's /proc")
 
 
 @LINUX

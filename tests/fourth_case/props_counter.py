@@ -83,7 +83,7 @@ def test_a_burst_of_concurrent_increments_loses_none(counter_target: Target) -> 
     d = counter_target.new_driver()
     d.read(process="reader")
     if not hasattr(d, "concurrent_increments"):
-        pytest.skip("this driver sends no concurrent increments")
+        pytest.skip("[not-applicable] this driver sends no concurrent increments")
     for _ in range(5):
         d.concurrent_increments([1, 2, 3, 4, 5, 6, 7, 8])
     d.read(process="reader")

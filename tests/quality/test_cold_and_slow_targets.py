@@ -91,6 +91,7 @@ def test_a_shop_just_started_is_loaded_at_most_at_the_highest_step_its_warmed_la
     assert "--scale 0.15" not in out and "could not size the load" not in out, out[-4000:]
 
 
+@pytest.mark.decides
 def test_a_shop_slow_at_every_rate_runs_at_the_lowest_step_tried_and_fails_on_its_latency_every_invariant_decided(
         slow_shop, tmp_path) -> None:
     # the ladder starts at 1/s, where it would step down to (the step down itself: the cold shop's test)

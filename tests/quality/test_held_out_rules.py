@@ -21,7 +21,7 @@ from .test_served_mutants import notifications_properties
 from tests.support.runs import PropertiesRun, failed_checks
 
 pytestmark = [pytest.mark.skipif(os.environ.get("PEAKPROOF_HELD_OUT") != "1",
-                               reason="about 4 min of real time: PEAKPROOF_HELD_OUT=1 runs it")]
+                               reason="[opt-in] about 4 min of real time: PEAKPROOF_HELD_OUT=1 runs it")]
 
 SERVED = dict(backoff=0.3, call_timeout=2, breaker_window=200, breaker_failures=24, threads=8)
 RULES = ("--backoff", "0.3", "--answer-timeout", "2", "--breaker-window", "200", "--breaker-failures", "24")

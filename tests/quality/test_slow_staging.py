@@ -74,6 +74,7 @@ def peakproof(*args: str) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.decides
 def test_scale_auto_finds_a_small_box_s_knee_within_twice_what_it_really_takes_runs_below_it_and_names_its_processes(
         slow_box) -> None:
     url, pids = slow_box
@@ -94,6 +95,7 @@ def test_scale_auto_finds_a_small_box_s_knee_within_twice_what_it_really_takes_r
 # a load of 400 arrivals/s at its peak: not a quiet run. Beside the quiet tests it came out INCONCLUSIVE naming
 # them in every CI run (accepted, so it never showed its FAIL there); alone, it decides
 @pytest.mark.alone
+@pytest.mark.decides
 def test_a_load_ten_times_a_small_box_s_knee_fails_it_on_latency_and_the_pool(slow_box) -> None:
     url, _ = slow_box
     code, out = peakproof("run", "tickets", "--target-url", url, "--scale", "0.02", "--skip-properties")

@@ -85,6 +85,7 @@ def test_the_properties_pass_over_the_url(feed_url: str) -> None:
 # the load stage only: the properties (real-time waits, 35 s of a machine otherwise idle while a test runs alone)
 # pass over the URL above, and peakproof run's properties stage meets this stack in the defect's test below
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> None:
     out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", feed_url, *RULES, *LOAD, "--skip-properties",
                     "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"), "--replay-seconds", "60")
@@ -99,6 +100,7 @@ def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
 def test_locust_runs_the_feed_peak_through_the_driver(feed_url: str, tmp_path: Path) -> None:
     locustfile = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
                                 text=True, timeout=60, check=True).stdout.strip()

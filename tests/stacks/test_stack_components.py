@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from examples.stacks.infra import Stack
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes pgserver run PostgreSQL as a user of its own")
+@pytest.mark.skipif(os.geteuid() != 0, reason="[platform] only root makes pgserver run PostgreSQL as a user of its own")
 def test_postgres_starts_as_root_while_its_folders_parent_is_made_private_again(tmp_path: Path) -> None:
     # Every new pytest session sets /tmp/pytest-of-root back to 0700 while pgserver has opened it to its
     # own user: CI's examples tier lost initdb to "Permission denied" once. Here a thread does the same.

@@ -18,9 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
-import pytest
-
 from tests.support.locust_run import run_locust
+from tests.support.skips import skip
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKOFF = "1.25"  # the Courier's rounds, stated to the harness as a user states theirs
@@ -126,10 +125,12 @@ def skip_when_a_neighbour_left_it_undecided(out: subprocess.CompletedProcess[str
                                             components: Sequence[str] = ()) -> None:
     """Skip the test, saying why, when its run (after :func:`decided`'s reruns, where the test asks for them)
     came out INCONCLUSIVE because a neighbour took this machine's CPU: the test could not be decided here,
-    which is neither its pass nor its failure (a quiet machine's run skips none)."""
+    which is neither its pass nor its failure (a quiet machine's run skips none). Its class is ``undecided``
+    (tests/support/skips.py): the test is marked ``decides``, and CI fails on any such skip."""
+    __tracebackhide__ = True  # the skip's line is the test's
     why = undecided_by_a_neighbour(out, components)
     if why:
-        pytest.skip(f"not decided on this machine: the run was INCONCLUSIVE naming a neighbour ({why[:300]})")
+        skip("undecided", f"not decided on this machine: the run was INCONCLUSIVE naming a neighbour ({why[:300]})")
 
 
 def decided(run: Callable[[], subprocess.CompletedProcess[str]], tries: int = 3) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from peakproof.checks import CheckResult, Measure
 from peakproof.verdict import Outcome
 from tests.support.junit_report import validated
 
-pytest.importorskip("xmlschema", reason="the test extra: pip install -e '.[test]'")
+pytest.importorskip("xmlschema", reason="[platform] the test extra: pip install -e '.[test]'")
 
 
 def latency(valid: object, actual: float) -> CheckResult:

@@ -13,7 +13,7 @@ from peakproof.load.judge import RunRecord, shared_cores
 from peakproof.spec import RunFacts, RunSpec
 from peakproof.tenants import NEIGHBOUR_CORES, RUN_WAIT, WINDOW, Tenancy, Window, contention
 
-LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc")
+LINUX = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="[platform] reads Linux's /proc")
 
 
 def seconds(n: int, *, neighbours: float, waited: float, run: float = 0.5, target: float = 0.5) -> list[Window]:
