@@ -54,15 +54,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--breaker-window", type=int, default=20, help="a channel's breaker looks at its last N calls (20)")
     p.add_argument("--breaker-failures", type=int, default=8, help="transient failures among them that open it (8)")
     p.add_argument("--breaker-cool-down", type=float, default=3.0, help="s open before a probe (3)")
+    p.add_argument("--database", metavar="URI",
+                   help="use this PostgreSQL (one other applications may share) instead of starting one")
+    p.add_argument("--redis", metavar="URL", help="use this Redis (redis://127.0.0.1:P/N; one other applications may "
+                   "share) instead of starting one")
     args = p.parse_args(argv)
 
     stack = Stack(new_folder("notifications", args.folder))
     try:
-        database_url = stack.postgres()
+        database_url = args.database or stack.postgres()
         from examples.stacks.notifications import db
 
         db.migrate(database_url)
-        env = {"BEACON_DATABASE_URL": database_url, "BEACON_REDIS_URL": stack.redis(),
+        env = {"BEACON_DATABASE_URL": database_url, "BEACON_REDIS_URL": args.redis or stack.redis(),
                "BEACON_PROVIDER_URL": args.provider_url, "BEACON_DEFECT": args.defect or "",
                "BEACON_BUDGET": str(args.budget), "BEACON_BACKOFF": str(args.backoff),
                "BEACON_BACKOFF_AFTER_PERMANENT": str(args.backoff_after_permanent),

@@ -35,12 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-per-request", type=float, default=0.0, metavar="MS",
                     help="each reservation first computes for MS milliseconds of CPU in its gunicorn worker: a shop "
                          "slow on its own CPU (a neighbour taking that CPU makes its miss undecided) (default 0)")
+    ap.add_argument("--database", metavar="DSN",
+                    help="use this PostgreSQL (a libpq URI; one other applications may share) instead of starting one")
     args = ap.parse_args(argv)
 
     folder = new_folder("tickets" + (f"-{args.defect}" if args.defect else ""), args.folder)
     stack = Stack(folder)
     try:
-        dsn = stack.postgres()
+        dsn = args.database or stack.postgres()
         from .db import create_schema
 
         try:
