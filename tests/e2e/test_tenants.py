@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 import time
 
 import pytest
@@ -28,10 +29,12 @@ def test_the_owner_of_a_listening_socket_is_found_by_its_port() -> None:
 
 @LINUX
 @pytest.mark.alone  # it measures the machine: no other test beside it (tests/conftest.py)
-def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_inside_as_the_run() -> None:
+def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_inside_as_the_run(tmp_path: Path) -> None:
     busy = "import time\nt = time.time()\nwhile time.time() - t < 4: pass"
     root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # the "run": idle
-    outside = subprocess.Popen([sys.executable, "-c", busy])
+    script = tmp_path / "the_busy_outsider.py"  # named as the meter names a script: told from any other neighbour
+    script.write_text(busy)
+    outside = subprocess.Popen([sys.executable, str(script)])
     try:
         meter = TenantMeter(root=root.pid)
         for _ in range(3):
@@ -43,9 +46,9 @@ def test_a_busy_process_outside_the_run_is_measured_as_a_neighbour_and_one_insid
         root.kill()
     # a busy loop takes most of a core on any machine, however fast, even beside another busy loop
     assert t.total("neighbours") / t.wall > 0.4 and t.total("run") / t.wall < 0.1, t.sentence()
-    # and it is named: the busiest process outside the run, by its name, with most of what it took
-    name, cpu = next(iter(t.outside.items()))
-    assert name.startswith("python") and cpu > 0.4 * t.wall, t.outside
+    # and it is named, by its name, with most of what it took (beside busy-neighbour's loop it need not be the
+    # busiest: both take most of a core)
+    assert t.outside.get("the_busy_outsider.py", 0.0) > 0.4 * t.wall, t.outside
 
 
 @LINUX
