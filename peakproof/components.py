@@ -224,18 +224,23 @@ def _kinship(target: set[int], parents: dict[int, int], comms: dict[int, str], e
             if p not in target:
                 starters.add(p)
             p = parents.get(p, 0)
-    homes = {cwds[p] for p in target if cwds.get(p) not in (None, "", "/")}
+    homes = {h for p in target if (h := cwds.get(p)) not in (None, "", "/")}
 
-    def kin(pid: int) -> str:
-        p = pid
+    def line(pid: int) -> list[int]:  # it and its ancestors, up to what is never the target's
+        out, p = [], pid
         for _ in range(16):
             if p <= 1 or p in excluded:
                 break
-            if p in starters:
-                return f"started by {comms.get(p, '?')}, as the target is"
-            if cwds.get(p) in homes:  # it, or the master that forked it
-                return f"runs in the target's folder {cwds[p]}"
+            out.append(p)
             p = parents.get(p, 0)
+        return out
+
+    def kin(pid: int) -> str:
+        ancestry = line(pid)
+        if (p := next((a for a in ancestry if a in starters), None)) is not None:
+            return f"started by {comms.get(p, '?')}, as the target is"
+        if (p := next((a for a in ancestry if cwds.get(a) in homes), None)) is not None:  # it, or its master
+            return f"runs in the target's folder {cwds.get(p)}"
         return ""
 
     return kin
