@@ -82,9 +82,10 @@ class Discovery:
 def discover(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, roots: Iterable[int],
              never: set[int] = frozenset(), stated: dict[int, str] | None = None,  # type: ignore[assignment]
              exclude_ports: Iterable[int] = (), root_how: str = "serves the URL", hops: int = HOPS,
-             cwds: "dict[int, str] | Cwds | None" = None) -> dict[int, Component]:
+             cwds: "dict[int, str] | Cwds | None" = None, harness: Iterable[int] = ()) -> dict[int, Component]:
     """The target's processes (:func:`explore`'s components)."""
-    return explore(parents, comms, sockets, roots, never, stated, exclude_ports, root_how, hops, cwds).components
+    return explore(parents, comms, sockets, roots, never, stated, exclude_ports, root_how, hops, cwds,
+                   harness).components
 
 
 INITS = {"systemd", "init", "launchd", "tini", "dumb-init", "s6-svscan", "runit"}  # start every service: no kinship
@@ -93,12 +94,14 @@ INITS = {"systemd", "init", "launchd", "tini", "dumb-init", "s6-svscan", "runit"
 def explore(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, roots: Iterable[int],
             never: set[int] = frozenset(), stated: dict[int, str] | None = None,  # type: ignore[assignment]
             exclude_ports: Iterable[int] = (), root_how: str = "serves the URL", hops: int = HOPS,
-            cwds: "dict[int, str] | Cwds | None" = None) -> Discovery:
+            cwds: "dict[int, str] | Cwds | None" = None, harness: Iterable[int] = ()) -> Discovery:
     """The target's processes: ``roots`` (the URL's socket owners, or the process the run started) and
     their children, the ``stated`` ones, and what their loopback connections lead to (see the module).
     ``parents``/``comms``: the process table; ``never``: processes that are never the target's (the
     run's root and its ancestors, init); ``exclude_ports``: TCP ports of the harness's own helpers;
-    ``cwds``: each process's working directory (kinship, below).
+    ``cwds``: each process's working directory (kinship, below); ``harness``: the run's own processes (its
+    generators, a driver that reads the target's database): a server's client among them is neither the
+    target's nor another application's.
 
     A server the target connects to is the target's whole (its tree: a postmaster, its backends and
     helpers) only while every client it serves is the target's. A client reached only through a server is
@@ -119,6 +122,7 @@ def explore(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, 
     found: dict[int, Component] = {}
     frontier: list[int] = []
     cwds = cwds or {}
+    ours = set(harness)
 
     def add(pid: int, how: str, group: bool = True) -> None:
         # a forked worker's master runs the same program (a Celery worker's parent, gunicorn's arbiter): the
@@ -149,7 +153,7 @@ def explore(parents: dict[int, int], comms: dict[int, str], sockets: SocketMap, 
                     if inode not in sockets.server_side or inode in sockets.listening:
                         continue
                     for client in sockets.owners.get(sockets.peers.get(inode, -1), ()):
-                        if client in excluded or _within(client, server, parents):
+                        if client in excluded or client in ours or _within(client, server, parents):
                             continue
                         if client not in found and (why := kin_of(client)):
                             add(client, f"a client of {comms.get(server, '?')}; kin: {why}")

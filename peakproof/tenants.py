@@ -109,8 +109,10 @@ class TenantMeter:
             parents = {pid: p.ppid for pid, p in table.items()}
             stated = stated_pids(comms, self.stated, self.cgroup, self.never) if (self.stated or self.cgroup) else {}
             if self.port or self.target_roots or stated:
+                # the run's own processes (a driver reading the target's database) share no server with it
+                harness = with_descendants(table, [self.root]) - with_descendants(table, self.target_roots)
                 seen = explore(parents, comms, read_sockets(), self.target_roots, self.never, stated,
-                               self.exclude_ports, cwds=Cwds())
+                               self.exclude_ports, cwds=Cwds(), harness=harness)
                 self.components = seen.components
                 for server in seen.shared:  # the latest word on each (its other clients come and go)
                     self.shared[server.sentence()] = server.pids

@@ -160,3 +160,21 @@ def test_what_the_user_states_is_the_targets_and_said_to_be_stated() -> None:
     # a PID that names the run's root is never taken, even when stated
     assert stated_pids(comms, ["20"], never={20}) == {}
     assert stated_pids(comms, ["700"]) == {700: "stated: --target-process 700"}
+
+
+def test_the_runs_own_processes_on_the_targets_database_neither_join_the_target_nor_share_the_server() -> None:
+    parents, comms, sm = system()
+    parents[22], comms[22] = 20, "locust"  # a generator of the run whose driver reads the database
+    a, b = 5101, 5102
+    sm.owners.setdefault(a, set()).add(22)
+    sm.pid_inodes.setdefault(22, set()).add(a)
+    sm.owners.setdefault(b, set()).add(302)
+    sm.pid_inodes.setdefault(302, set()).add(b)
+    sm.peers[a], sm.peers[b] = b, a
+    sm.server_side.add(b)
+    seen = explore(parents, comms, sm, [100], never=NEVER, exclude_ports=[9000], harness={20, 21, 22})
+    assert 22 not in seen.components and not seen.shared  # the database is still the target's whole
+    assert seen.components[300].how == "connected from gunicorn"
+    # not said to be the harness's, the generator is another application on that server
+    other = explore(parents, comms, sm, [100], never=NEVER, exclude_ports=[9000])
+    assert next(s for s in other.shared if s.comm == "postgres").others == ("locust 22",)
