@@ -15,21 +15,29 @@ from peakproof.history import History
 from peakproof.http import classify, json_object
 from peakproof.timefmt import format_time, parse_time
 
-from tests.support.runs import FEED_LOAD, TICKETS_LOAD, load_against, properties_against
+from tests.support.runs import (FEED_LOAD, TICKETS_LOAD, load_decided, properties_against,
+                                skip_when_a_neighbour_left_it_undecided)
 from tests.support.mutants import served
+# Each shows a PASS of a load (its latency and pace read the machine): a load a neighbour left undecided is run
+# again, then skips as undecided (CI fails on that skip: tests/support/skips.py), never read as a FAIL of HTTP's
+# freedoms (beside busy-neighbour it failed one run in three: the quickstart, issue 59)
+@pytest.mark.decides
 def test_a_feed_answering_201_204_and_rfc3339_passes_its_properties_and_its_load(tmp_path: Path) -> None:
     with served("feed-http-semantics") as t:
         code, out, _ = properties_against(t.url, "feed")
         # the URL machine and the contract (Schemathesis: 201 and 204 are in it) ran, the rest skipped
         assert code == 0 and "2 passed" in out and "contract (Schemathesis): PASS" in out, out[-3000:]
-        code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+        code, doc, out = load_decided(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+    skip_when_a_neighbour_left_it_undecided((code, out))
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
     errors = next(r for r in doc["slos"] if r["name"] == "error budget")
     assert errors["actual"]["value"] == 0 and errors["chances"] > 0  # no 204 counted as off-contract
+@pytest.mark.decides
 def test_a_tickets_target_answering_201_to_the_quota_put_passes_its_load(tmp_path: Path) -> None:
     # the load's setup PUTs the quota (201 here) and every reservation carries an RFC 3339 expiry
     with served("tickets-http-semantics") as t:
-        code, doc, out = load_against(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
+        code, doc, out = load_decided(t.url, "tickets-opening", tmp_path, *TICKETS_LOAD)
+    skip_when_a_neighbour_left_it_undecided((code, out))
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", (doc["verdict"], out[-3000:])
     assert all(r["valid"] is True for r in doc["checks"]), [r for r in doc["checks"] if r["valid"] is not True]
 
