@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.support.runs import (FEED_LOAD, TICKETS_LOAD, PropertiesRun, excerpt, failed_checks, load_against,
-                                properties_against, result, witnessed)
+from tests.support.runs import (FEED_LOAD, TICKETS_LOAD, PropertiesRun, excerpt, failed_checks, load_against, load_decided,
+                                properties_against, result, skip_when_a_neighbour_left_it_undecided, witnessed)
 from peakproof.cases import get_case
 from peakproof.launch import ServedTarget
 
@@ -165,9 +165,11 @@ def test_a_tickets_lock_that_breaks_under_its_holders_faults_fails_the_lease_fau
     assert set(caught_by) & set(failed), f"{mutant} should fail one of {caught_by}; failed {failed}\n{excerpt(out)}"
 
 
+@pytest.mark.decides  # a PASS of a load: one a neighbour left undecided runs again, then skips as undecided
 def test_the_reference_tickets_target_keeps_every_promise_while_its_lock_holders_fail(tmp_path: Path) -> None:
     with ServedTarget(get_case("tickets")) as t:
-        code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+        code, doc, out = load_decided(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+    skip_when_a_neighbour_left_it_undecided((code, out))  # beside busy-neighbour: one quickstart run in five
     assert code == 0 and doc["verdict"]["outcome"] == "PASS", excerpt(out)
     resume = result(doc, "sales_resume_within_the_lease")
     assert resume["chances"] == 3 and resume["valid"] is True  # stall, die and restart all took
