@@ -311,9 +311,10 @@ NOTIFICATIONS_MUTANTS = [
     ("notifications-new-key-per-call", ("one_delivery_per_event",)),
     ("notifications-retries-a-dead-channel", ("no_retry_after_permanent_on_same_channel",)),
     ("notifications-breaker-counts-permanent", ("breaker_counts_only_transient", "preference_respected")),
-    ("notifications-budget-of-six", ("attempt_budget_respected",)),
+    # the two longest (45 to 60 s, waiting on real time): begun with the first busy tests (tests/support/room.py)
+    pytest.param("notifications-budget-of-six", ("attempt_budget_respected",), marks=pytest.mark.early),
     ("notifications-one-fifo", ("urgent_overtakes_reminder_backlog",)),
-    ("notifications-dedups-on-event-alone", ("answers_belong_to_who_asked",)),
+    pytest.param("notifications-dedups-on-event-alone", ("answers_belong_to_who_asked",), marks=pytest.mark.early),
 ]
 
 
@@ -328,6 +329,7 @@ def test_a_broken_notifications_service_fails_the_url_properties_with_the_nemesi
     print(f"\n{mutant} -> {named[0]}: " + next(line.strip() for line in out.splitlines() if "first violation" in line))
 
 
+@pytest.mark.early  # 75 to 80 s of real-time waits: begun last, it ended the README's run alone, 80 s after the rest
 @url_run_of(lambda: notifications_properties(None))
 def test_the_reference_notifications_target_passes_the_same_url_properties_with_the_nemesis_on(
         url_run: PropertiesRun) -> None:
