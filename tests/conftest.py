@@ -2,7 +2,7 @@
 process, guarded by its own conftest; ``tests/served``, ``tests/e2e``, ``tests/quality`` and ``tests/stacks``
 serve, start processes and run loads, dearer each), and no marker selects among them.
 
-Tests run four at a time (``pytest -n 4``, pytest-xdist). A test whose verdict reads the machine
+Tests run six at a time (``pytest -n 6``, pytest-xdist). A test whose verdict reads the machine
 (a calibration, the tenancy meter, a test that skips when a neighbour left its run undecided) is marked
 ``alone`` (no other test runs beside it) or, when its run takes a few hundredths of a core, ``quiet``
 (only other quiet tests beside it): :func:`pytest_runtest_protocol` and ``tests/support/room.py``, so the
@@ -72,9 +72,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     room = _room(item.config, len(item.session.items))
     if room is None:
+        if os.environ.get("PEAKPROOF_TEST_CPU"):
+            item.stash[_CPU0] = _cpu_now()
         return (yield)
     room.enter(_kind(item) or BUSY)
     try:
+        if os.environ.get("PEAKPROOF_TEST_CPU"):
+            item.stash[_CPU0] = _cpu_now()  # once in the room, before the setup: a fixture's run is the test's
         return (yield)
     finally:
         room.leave(_kind(nextitem))
@@ -104,9 +108,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     elif call.when == "teardown" and _STARTED in item.stash:  # the test's span, for the phases' lengths
         report.user_properties.append(("span", (item.stash[_STARTED], call.stop, _kind(item) or BUSY)))
     if os.environ.get("PEAKPROOF_TEST_CPU"):
-        if call.when == "setup":
-            item.stash[_CPU0] = _cpu_now() - call.duration  # (the setup's own CPU is in: close enough)
-        elif call.when == "teardown" and _CPU0 in item.stash:
+        # from before the setup (pytest_runtest_protocol): the setup's wall time taken for its CPU counted a
+        # fixture that waits 78 s on real time (a URL property run) as 78 s of CPU, three times what it took
+        if call.when == "teardown" and _CPU0 in item.stash:
             report.user_properties.append(("cpu_s", _cpu_now() - item.stash[_CPU0]))
     return report
 
@@ -115,7 +119,7 @@ TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "tests/stac
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """What each tier cost, the tests' own time (setup, call, teardown) summed (with -n 4 four run at once), and
+    """What each tier cost, the tests' own time (setup, call, teardown) summed (with -n 6 six run at once), and
     whether it is green (a failed setup, call or teardown counted)."""
     spent: dict[str, float] = {}
     count: dict[str, int] = {}
@@ -140,7 +144,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
              if getattr(r, "when", None) == "teardown" and "span" in dict(getattr(r, "user_properties", None) or [])]
     if spans:
         # when each kind of test ran, from the first's start: the alone ones one after another, the quiet ones
-        # side by side, the busy ones four at a time (tests/support/room.py)
+        # side by side, the busy ones six at a time (tests/support/room.py)
         t0 = min(a for a, _, _ in spans)
         terminalreporter.section("phases: when each kind of test ran (s from the first test's start)")
         for kind in (ALONE, QUIET, BUSY):
