@@ -253,9 +253,11 @@ def test_a_broken_feed_fails_the_url_properties_and_the_load(mutant: str, caught
 
 
 @pytest.mark.alone  # G2 is a time: beside the suite's own other test it would be undecided, not caught
-def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> None:
+@pytest.mark.decides  # a FAIL of a time: beside busy-neighbour G2 was undecided (one quickstart run in three), so a
+def test_a_feed_whose_fan_out_stalls_breaks_g2_under_load(tmp_path: Path) -> None:  # run that is runs again
     with served("feed-fanout-stalls") as t:
-        code, doc, out = load_against(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+        code, doc, out = load_decided(t.url, "feed-peak", tmp_path, *FEED_LOAD)
+    skip_when_a_neighbour_left_it_undecided((code, out))
     r = result(doc, "posts_visible_within_window")
     assert code == 1 and r["valid"] is False and r["chances"] >= 1, (r, excerpt(out))
 
