@@ -39,7 +39,7 @@ from .case import Case
 from . import junit
 from .checks import CheckResult
 from .errors import UsageError
-from .launch import ServedTarget
+from .launch import ServedTarget, free_port
 from .machine import conditions_changed, placement_for, tenancy_line
 from .run import Run
 from .spec import RunFacts, RunSpec, StageResult
@@ -469,8 +469,8 @@ def _load_scenario(case: Case, spec: RunSpec, facts: RunFacts, scenario: str, ca
     spec_file = stage.dump(work / f"{scenario}-spec.json", facts)
     cmd = [*taskset(placement.generator_cores if placement else ()), sys.executable, "-m", "locust", "-f", str(case.loadtest_file()),
            "--headless", "--spec", str(spec_file), "--html", str(stage.html), "--only-summary", "--loglevel", "WARNING"]
-    if int(spec.processes) > 1:
-        cmd += ["--processes", str(spec.processes)]
+    if int(spec.processes) > 1:  # the master on a port of its own (another Locust here may hold Locust's 5557)
+        cmd += ["--processes", str(spec.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port", port := str(free_port()), "--master-port", port]
     print(f"peakproof: load: {scenario} at scale {stage.scale:g} (time scale {stage.time_scale:g}) through Locust",
           flush=True)
     name = f"load scenario {scenario} (Locust, open model)"

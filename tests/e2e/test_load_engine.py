@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 from tests.support.locust_run import check, run_locust  # noqa: E402  (the run's --result, never a glob)
+from tests.support.runs import skip_when_a_neighbour_left_it_undecided  # noqa: E402
 
 
 def test_no_scenario_named_is_a_clear_error_listing_the_scenarios(tmp_path: Path) -> None:
@@ -88,22 +89,29 @@ def test_at_a_rate_this_machine_cannot_offer_the_report_states_the_shortfall(ser
     print("\n" + load["note"])
 
 
+@pytest.mark.decides  # its PASS: a run a neighbour left undecided skips as undecided (CI fails on that skip)
 def test_a_distributed_run_replays_the_schedule_once_in_total(serve_tickets, tmp_path: Path) -> None:
     served = serve_tickets()
     before = requests.get(f"{served.url}/_arrivals", timeout=5).json()["total"]
+    port = str(free_port())  # the master's own port, not Locust's 5557: another Locust on this machine may hold it
     rc, doc, out = run_locust(served.url, "tickets-sold-out", tmp_path, "--scale", "0.05", "--duration", "4",
-                              "--processes", "2")
+                              "--processes", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+                              "--master-port", port)
     print(f"\n{doc['params']['processes']} processes: planned {get_case('tickets').peak_rate() * 0.05 * 4:.0f}, "
           f"sent {check(doc, 'load', 'offered_load_matches_curve')['counts']['sent']}")
     after = requests.get(f"{served.url}/_arrivals", timeout=5).json()["total"]
     load = check(doc, "load", "offered_load_matches_curve")["counts"]
     planned = int(get_case("tickets").peak_rate() * 0.05 * 4)
     assert doc["params"]["processes"] == 2
-    assert load["planned"] == planned and load["sent"] == planned, load
-    # the target saw each planned reservation once, plus the quota setup, the final read and
-    # this test's own look at the counter
-    assert after - before == planned + 3, (before, after)
-    assert rc == 0, out[-3000:]
+    # every planned arrival fell due once over the two processes, and was sent or (too late: a neighbour took the
+    # CPU, beside busy-neighbour in one quickstart run of three) dropped, never both and never twice
+    assert load["planned"] == planned and load["due"] == planned, load
+    assert load["sent"] + load["dropped"] == planned, load
+    # the target saw each reservation sent once, plus the quota setup, the final read and this test's own look at
+    # the counter
+    assert after - before == load["sent"] + 3, (before, after, load)
+    skip_when_a_neighbour_left_it_undecided((rc, out))
+    assert rc == 0 and load["sent"] == planned, (load, out[-3000:])
 
 
 @pytest.mark.alone  # it accepts INCONCLUSIVE naming a neighbour: the suite must not be that neighbour
