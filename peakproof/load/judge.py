@@ -15,7 +15,7 @@ from ..history import History
 from ..offered import (LoadCounters, LoadSettings, judge_offered_load, load_charts, undecide_latency,
                        undecide_when_shared)
 from ..report import Chart, RunReport
-from ..slo import Threshold, parse_thresholds, with_error_budget
+from ..slo import ErrorBudget, Threshold, parse_thresholds, with_error_budget
 from ..spec import RunSpec
 from .scenario import Calibration, Scenario
 
@@ -65,8 +65,9 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
             harness_errors.append(f"{sc.name}.judge raised:\n{traceback.format_exc()}")
         checks = with_capabilities(sc, spec, checks)
         thresholds = parse_thresholds(slo_texts)
-        slos = [t.judge(history.ops) for t in thresholds]
         shared = shared_cores(sc, rec)
+        slos = [t.judge(history.ops, contended=shared) if isinstance(t, ErrorBudget) else t.judge(history.ops)
+                for t in thresholds]
         load, load_chart_list, load_details = offered_load(sc, history, spec, rec, thresholds, shared)
         latency_slos = {r.name for t, r in zip(thresholds, slos) if isinstance(t, Threshold)}
         # the neighbour named before "the generator fell behind": beside a busy loop, a slow shop's miss read

@@ -156,6 +156,22 @@ def test_refusals_the_contract_allows_are_counted_but_are_not_errors() -> None:
     assert ErrorBudget(0.001).judge(h.history.ops).valid is False
 
 
+def test_timeouts_a_neighbour_may_have_caused_leave_the_error_budget_undecided_but_wrong_answers_do_not() -> None:
+    h = HandHistory()
+    for i in range(60):
+        h.ok("confirm", {"reservation_id": f"r{i}"}, {})
+    for i in range(18):
+        h.info("confirm", {"reservation_id": f"t{i}"}, "timeout")
+    neighbour = "processes outside the run took 1.79 of a core"
+    quiet = ErrorBudget(0.001).judge(h.history.ops)
+    assert quiet.valid is False and "timeout x18" in quiet.first_violation  # nobody took CPU: the target's
+    busy = ErrorBudget(0.001).judge(h.history.ops, contended=neighbour)
+    assert busy.valid == "unknown" and neighbour in busy.note and "18 of the errors were timeouts" in busy.note
+    assert busy.counts["timeouts_while_contended"] == 18
+    h.info("confirm", {"reservation_id": "e"}, "http_500")  # 1 in 79 answered wrongly: over 0.1% on its own
+    assert ErrorBudget(0.001).judge(h.history.ops, contended=neighbour).valid is False
+
+
 def test_every_scenario_gets_the_error_budget_unless_the_user_sets_one() -> None:
     assert [str(t) for t in parse_thresholds(with_error_budget(["reserve:p99<=100ms"]))] == [
         "reserve:p99<=100ms@intended", "errors:rate<=0.1%"]
