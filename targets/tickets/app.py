@@ -125,7 +125,8 @@ class TicketsApp(AsgiApp):
         """Not part of the contract: the reference's fault hook, for the harness's nemesis.
 
         ``{"fault": "stall", "seconds": s}``: the next lock holder stalls s seconds between its read
-        and its write; ``{"fault": "die"}``: it dies there (no write, no release: the lease frees the
+        and its write (``"on": "reserve"``, ``"confirm"``, ``"cancel"`` or ``"expire"``: the next holder
+        doing that); ``{"fault": "die"}``: it dies there (no write, no release: the lease frees the
         row); ``{"fault": "restart"}``: the process's memory is dropped and rebuilt from its database
         (the socket stays), and work in flight dies before it writes."""
         self.require_admin(req, "POST /_nemesis")
@@ -145,8 +146,9 @@ class TicketsApp(AsgiApp):
                          "quotas_loaded": len(new.store.load_quotas())}
         if fault not in FAULTS:
             raise InvalidRequest(f"fault must be one of {', '.join(FAULTS + ('restart',))}; got {fault!r:.60}")
-        self.core.arm_fault(fault, doc.get("seconds", 0.0))
-        return 200, {"fault": fault, "seconds": doc.get("seconds", 0.0), "lease_seconds": self.core.lease_seconds}
+        self.core.arm_fault(fault, doc.get("seconds", 0.0), doc.get("on"))
+        return 200, {"fault": fault, "seconds": doc.get("seconds", 0.0), "on": doc.get("on"),
+                     "lease_seconds": self.core.lease_seconds}
 
     async def _arrivals(self, req: Request) -> Reply:
         # Not part of the contract: requests received per wall-clock second, counted by the

@@ -72,6 +72,8 @@ class HolderDied(Busy):  # type: ignore[misc, valid-type]
 
 
 FAULTS: tuple[str, ...] = ("stall", "die")  # what the next lock holder may be made to do (arm_fault)
+# what a lock holder is doing: a fault may be aimed at one kind (arm_fault's ``on``)
+WRITES: tuple[str, ...] = ("reserve", "confirm", "cancel", "expire")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +258,7 @@ class TicketsCore:
         self._owners = itertools.count()
         self._new_id = id_factory or (lambda: uuid.uuid4().hex)
         self._quotas: dict[str, _QuotaState] = {}
-        self._faults: list[tuple[str, float]] = []  # armed by arm_fault, taken by the next holder
+        self._faults: list[tuple[str, float, str | None]] = []  # armed by arm_fault, taken by the next holder
         self._fault_mutex = threading.Lock()
         self.halted = False  # set by halt(): this core's process is gone, its writes must not land
         for row in store.load_quotas():
@@ -360,7 +362,7 @@ class TicketsCore:
             new = replace(row, available=row.available - quantity, held=row.held + quantity)
             return Change(new, None, inserts=(res,))
 
-        change = yield from self._mutate(quota_id, qs, decide)
+        change = yield from self._mutate(quota_id, qs, decide, "reserve")
         if change is None:  # lost the idempotency race to a concurrent replay
             prior = self.store.find_by_key(quota_id, buyer_id, request_id)
             assert prior is not None
@@ -406,7 +408,7 @@ class TicketsCore:
             return Change(replace(row, available=available, held=held), None, inserts=tuple(inserts))
 
         try:
-            change = self.run(self._mutate(quota_id, qs, decide))
+            change = self.run(self._mutate(quota_id, qs, decide, "reserve"))
         except TicketError as e:
             return [e] * len(requests)
         if change is None:  # a duplicate key raced in: decide them one by one
@@ -444,7 +446,7 @@ class TicketsCore:
             new = replace(row, held=row.held - res.quantity, sold=row.sold + res.quantity)
             return Change(new, None, transition=(reservation_id, "held", "sold"))
 
-        self.run(self._mutate(res.quota_id, qs, decide))
+        self.run(self._mutate(res.quota_id, qs, decide, "confirm"))
         return self.confirm(reservation_id)  # re-read: a lost transition race resolves here
 
     def cancel(self, reservation_id: str) -> Reservation:
@@ -464,7 +466,7 @@ class TicketsCore:
                 new = replace(row, sold=row.sold - res.quantity, available=row.available + res.quantity)
             return Change(new, None, transition=(reservation_id, was, "cancelled"))
 
-        self.run(self._mutate(res.quota_id, qs, decide))
+        self.run(self._mutate(res.quota_id, qs, decide, "cancel"))
         return self.cancel(reservation_id)
 
     def get_reservation(self, reservation_id: str) -> Reservation:
@@ -519,7 +521,7 @@ class TicketsCore:
                 return Change(new, None, expirations=tuple(r.reservation_id for r in held))
 
             try:
-                if self.run(self._mutate(quota_id, qs, decide_all)) is not None:
+                if self.run(self._mutate(quota_id, qs, decide_all, "expire")) is not None:
                     released += sum(r.quantity for r in held)
                     continue
             except Busy:
@@ -549,7 +551,7 @@ class TicketsCore:
                 return Change(new, None, transition=(res.reservation_id, "held", "expired"))
 
             try:
-                if self.run(self._mutate(quota_id, qs, decide)) is not None:
+                if self.run(self._mutate(quota_id, qs, decide, "expire")) is not None:
                     released += res.quantity
             except Busy:
                 heapq.heappush(qs.expiries, (res.expires_at, rid))  # try again next round
@@ -558,22 +560,32 @@ class TicketsCore:
 
     # -- the nemesis: faults of the lock holder, injected on purpose ---------------------------
 
-    def arm_fault(self, kind: str, seconds: float = 0.0) -> None:
+    def arm_fault(self, kind: str, seconds: float = 0.0, on: str | None = None) -> None:
         """Make the next holder of a quota row's lock ``stall`` for ``seconds`` between its read and
         its write, or ``die`` there (it never writes and never releases: the lease must free the
-        row). The harness's nemesis uses it through the reference's admin hook."""
+        row); ``on``: only the next holder doing that (one of :data:`WRITES`; None: whichever comes).
+        Aimed at a reservation, a stall is overtaken by the buyers behind it whatever else was due
+        (a confirm that took it writes a row no buyer's sale was read from). The harness's nemesis
+        uses it through the reference's admin hook."""
         if kind not in FAULTS:
-            raise InvalidRequest(f"fault must be one of {', '.join(FAULTS)}; got {kind!r}")
+            raise InvalidRequest(f"fault must be one of {', '.join(FAULTS)}; got {kind!r:.60}")
         if kind == "stall" and not (_is_number(seconds) and 0 < seconds <= 60):
-            raise InvalidRequest(f"a stall needs seconds in (0, 60]; got {seconds!r}")
+            raise InvalidRequest(f"a stall needs seconds in (0, 60]; got {seconds!r:.60}")
+        if on is not None and on not in WRITES:
+            raise InvalidRequest(f"'on' must be one of {', '.join(WRITES)} (or absent: the next holder, whatever "
+                                 f"it does); got {on!r:.60}")
         with self._fault_mutex:
-            self._faults.append((kind, float(seconds)))
+            self._faults.append((kind, float(seconds), on))
 
-    def _take_fault(self) -> tuple[str, float] | None:
+    def _take_fault(self, what: str) -> tuple[str, float] | None:
         if not self._faults:  # the common case: no lock, one list look
             return None
         with self._fault_mutex:
-            return self._faults.pop(0) if self._faults else None
+            for i, (kind, seconds, on) in enumerate(self._faults):
+                if on is None or on == what:
+                    del self._faults[i]
+                    return kind, seconds
+            return None
 
     def halt(self) -> None:
         """This core's process is gone (a restart): work still in flight dies before it writes."""
@@ -581,7 +593,8 @@ class TicketsCore:
 
     # -- the policy: one place where the quota row is read and written -----------------------
 
-    def _mutate(self, quota_id: str, qs: _QuotaState, decide: Callable[[QuotaRow, float], Change]) -> Steps:
+    def _mutate(self, quota_id: str, qs: _QuotaState, decide: Callable[[QuotaRow, float], Change],
+                what: str) -> Steps:
         """Read the row, decide, write it back, under the configured discipline.
 
         Yields a Wait while the lock is busy and READ (REREAD after a conflict) between read
@@ -605,7 +618,7 @@ class TicketsCore:
                 if row is None:
                     raise UnknownQuota(f"quota {quota_id!r} was removed")
                 yield READ if attempts == 1 else REREAD
-                fault = self._take_fault()
+                fault = self._take_fault(what)
                 if fault is not None and fault[0] == "stall":
                     yield Stall(fault[1])
                 if self.halted or (fault is not None and fault[0] == "die"):

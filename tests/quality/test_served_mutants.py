@@ -151,14 +151,19 @@ def test_what_a_url_run_says_of_itself_is_true_its_length_and_why_a_check_had_no
 LEASE_FAULTS = ("--scale", "0.0125", "--time-scale", "24")
 
 
+@pytest.mark.decides  # a time judgement (the lease's) a neighbour left undecided runs again, then skips as undecided
 @pytest.mark.parametrize("mutant, caught_by", [
+    # the stall is aimed at a reservation: when a confirm took it (its late write overwrote no sale the counts
+    # show) the unfenced lease passed one CI run
     ("tickets-unfenced-lease", ("stock_is_conserved", "units_return_exactly_once")),
-    ("tickets-lock-without-lease", ("sales_resume_within_the_lease",)),
+    # sales stop for good: a time judgement (undecided while a neighbour took CPU), and buyers never served
+    ("tickets-lock-without-lease", ("sales_resume_within_the_lease", "no_valid_rejection")),
 ])
 def test_a_tickets_lock_that_breaks_under_its_holders_faults_fails_the_lease_fault_load(
         mutant: str, caught_by: tuple[str, ...], tmp_path: Path) -> None:
     with served(mutant) as t:
-        code, doc, out = load_against(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+        code, doc, out = load_decided(t.url, "tickets-lease-faults", tmp_path, *LEASE_FAULTS)
+    skip_when_a_neighbour_left_it_undecided((code, out))
     failed = [r["name"] for group in ("checks", "slos") for r in doc[group] if r["valid"] is False]
     print(f"\n{mutant}: failed {failed}")
     assert code == 1 and doc["verdict"]["outcome"] == "FAIL", excerpt(out)

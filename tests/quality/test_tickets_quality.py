@@ -140,12 +140,12 @@ class OffByOne(TicketsCore):
             return None
         return super().reserve_fast(quota_id, buyer_id, quantity, request_id)
 
-    def _mutate(self, quota_id: str, qs: Any, decide: Any) -> Any:
+    def _mutate(self, quota_id: str, qs: Any, decide: Any, what: str) -> Any:
         def generous(row: QuotaRow, now: float) -> Change:
             change = decide(replace(row, available=row.available + 1), now)
             return replace(change, row=replace(change.row, available=change.row.available - 1))
 
-        return super()._mutate(quota_id, qs, generous)
+        return super()._mutate(quota_id, qs, generous, what)
 
 
 class ConfirmKeepsTheHold(TicketsCore):

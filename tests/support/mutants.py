@@ -425,7 +425,7 @@ def tickets_expiry_job() -> None:
             new = _replace(row, held=row.held - res.quantity, sold=row.sold + res.quantity)
             return Change(new, None, transition=(reservation_id, "held", "sold"))
 
-        self.run(self._mutate(res.quota_id, self._state(res.quota_id), decide))
+        self.run(self._mutate(res.quota_id, self._state(res.quota_id), decide, "confirm"))
         return self._reservation(reservation_id)
 
     TicketsCore.confirm = confirm  # type: ignore[method-assign]

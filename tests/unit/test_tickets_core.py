@@ -176,6 +176,22 @@ def test_a_stalled_holder_whose_lease_was_taken_over_is_fenced_off(core: Tickets
     assert core.get_quota("q").held == 2
 
 
+def test_a_fault_aimed_at_a_reservation_passes_over_a_confirm_and_stalls_the_next_reservation(
+        core: TicketsCore) -> None:
+    from peakproof.targets.tickets.core import Stall
+
+    held, _ = core.reserve("q", "a", 1, "1")
+    core.arm_fault("stall", 3.0, on="reserve")
+    core.confirm(held.reservation_id)  # took the lock first: not stalled (in virtual time a stall is yielded)
+    assert core.get_quota("q").sold == 1
+    steps = core.reserve_steps("q", "b", 1, "2")
+    assert next(steps) == READ
+    stall = steps.send(None)
+    assert isinstance(stall, Stall) and stall.seconds == 3.0
+    with pytest.raises(InvalidRequest, match="reserve, confirm, cancel, expire"):
+        core.arm_fault("stall", 1.0, on="refund")
+
+
 def test_unknown_faults_and_bad_stalls_are_refused_with_what_was_expected(core: TicketsCore) -> None:
     with pytest.raises(InvalidRequest, match="stall, die"):
         core.arm_fault("explode")

@@ -319,8 +319,10 @@ class TicketsLeaseFaults(TicketsOpening):
         pool = spec.pool_size
         self.rate = min(OpeningWorkload().rate * spec.number_scale, pool / (1.5 * self.lease + 1.0))
         # when each fault strikes, s from the start: each one's effect is over before the next
-        self.plan = [(2.0, "stall", {"seconds": 2 * self.lease}),
-                     (2.0 + 2 * self.lease + 1.5, "die", {}),
+        # aimed at a reservation: a confirm or an expiry that took the stall would write a row no buyer's sale
+        # was read from, and a holder's late write would overwrite nothing the counts show (one CI run in many)
+        self.plan = [(2.0, "stall", {"seconds": 2 * self.lease, "on": "reserve"}),
+                     (2.0 + 2 * self.lease + 1.5, "die", {"on": "reserve"}),
                      (2.0 + 3 * self.lease + 3.0, "restart", {})]
         self.seconds = float(spec.duration or self.plan[-1][0] + self.lease + 1.5)
         self.requests = max(1, round(self.rate * self.seconds))
