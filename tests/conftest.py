@@ -115,6 +115,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     return report
 
 
+class FailureKeeper:
+    """Each failed test's whole report (its traceback, its output, the run's excerpt), one file per test and phase,
+    in ``$PEAKPROOF_FAILURES_DIR``: a runner that keeps only the last lines of the output (a quickstart check, a CI
+    log cut short) loses why a test failed on a busy machine, where it may not fail again. Registered in the session
+    a user or CI started, where every report arrives (under pytest -n, the controller)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = Path(folder)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.failed:
+            return
+        import re
+        import time
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", report.nodeid)[-180:]
+        sections = "".join(f"\n----- {title} -----\n{text}" for title, text in report.sections)
+        (self.folder / f"{name}.{report.when}.txt").write_text(
+            f"{report.nodeid} ({report.when}) failed at {time.strftime('%Y-%m-%d %H:%M:%S')}, after "
+            f"{report.duration:.1f} s\n\n{report.longreprtext}\n{sections}", encoding="utf-8")
+
+
 TIERS = ("tests/unit", "tests/served", "tests/e2e", "tests/quality", "tests/stacks", "properties")
 
 
@@ -174,6 +197,8 @@ def _keep_skips(config: pytest.Config) -> None:
         return
     config.stash[_SKIPS] = skips.SessionSkips(os.environ.get("PEAKPROOF_SKIP_RECORD") or None)
     config.pluginmanager.register(config.stash[_SKIPS], "peakproof-skips")
+    if os.environ.get("PEAKPROOF_FAILURES_DIR"):
+        config.pluginmanager.register(FailureKeeper(os.environ["PEAKPROOF_FAILURES_DIR"]), "peakproof-failures")
 
 
 def _summarize_skips(terminalreporter: Any, config: pytest.Config) -> None:
