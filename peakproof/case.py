@@ -21,6 +21,7 @@ from .spec import RunSpec
 
 if TYPE_CHECKING:
     from .capabilities import Capability
+    from .design import Statement
     from .options import Option
 
 
@@ -96,6 +97,9 @@ class Case:
     rank: int = 100  # the registry's order (the first is peakproof run's default case)
     # what a driver may offer beyond the protocol's operations (peakproof.capabilities)
     capabilities: tuple["Capability", ...] = ()
+    # where a product may differ from the seed's design by choice (peakproof.design): each an option of the case
+    # and a key of a driver's ``design``; the checks it makes meaningless are left out by name
+    design: tuple["Statement", ...] = ()
     # the contract stage in process: (the reference's ASGI app, the admin headers it takes, a stop) in a directory
     contract_app: Callable[[Path], tuple[Any, dict[str, str], Callable[[], None]]] | None = None
     # the case's own keywords for a driver's constructor (the notifications' provider_url)

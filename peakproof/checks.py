@@ -11,7 +11,7 @@ idempotency). A check with zero chances was not exercised: it says nothing, so i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Iterable, Iterator, Literal, TypeVar
 
 from .timefmt import moment
@@ -169,7 +169,10 @@ class CheckResult:
         if self.due:
             text += "; due moments: " + ", ".join(f"{n:,} {end}" for end, n in self.due_ended().items() if n)
         why = self.why()
-        return text + (f"\n      {why}" if why else "")
+        text += f"\n      {why}" if why else ""
+        if self.failed and self.note and self.note != why:  # a FAIL's note: what would explain it (peakproof.design)
+            text += f"\n      note: {self.note}"
+        return text
 
     def due_ended(self) -> dict[str, int]:
         """How the due moments ended: {"held": n, "violated": n, "undecided": n}."""
@@ -310,6 +313,12 @@ class ChanceTally:
     in_properties: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (most, what a chance is)
     in_property: bool = False  # set while a property test runs
     summed: dict[str, int] = field(default_factory=dict)  # the examples ended, each one's most, added up
+    # each case's stated design (peakproof.design.StatedDesign), by case: a property's judgement leaves out what
+    # the product's design makes meaningless, as the load's judge does (set by the properties' target fixture)
+    designs: dict[str, Any] = field(default_factory=dict)
+    # checks a property of this session found broken already (name -> why they are not judged again): every
+    # other promise is then judged on its own, the broken one's first violation kept (peakproof.realtime)
+    excused: dict[str, str] = field(default_factory=dict)
     _example: Any = None  # the Hypothesis example judged last (kept, so that its identity is never reused)
     _example_most: dict[str, int] = field(default_factory=dict)
 
@@ -319,7 +328,7 @@ class ChanceTally:
             self._end_example()
             self._example = example
         for r in results:
-            if r.chances is None:
+            if r.chances is None or r.valid == "waived":  # left out (a stated design): nothing was put to the test
                 continue
             self._example_most[r.name] = max(self._example_most.get(r.name, 0), r.chances)
             self.exercised[r.name] = max(self.exercised.get(r.name, 0), r.chances)
@@ -372,6 +381,14 @@ def record_chances(results: Iterable[CheckResult]) -> None:
     current_tally().record(results)
 
 
+class ChecksFailed(AssertionError):
+    """:func:`assert_checks`' failure, naming the checks that failed (a run that goes on judges the others)."""
+
+    def __init__(self, text: str, checks: Iterable[str]) -> None:
+        super().__init__(text)
+        self.checks = tuple(checks)
+
+
 class NotDecided(AssertionError):
     """Checks a test relies on came out undecided (unknown, no chance to fail, or absent) and none
     failed: the test says nothing about the target. An AssertionError for a plain test; the
@@ -389,6 +406,12 @@ def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Itera
     nothing failed).
     """
     results = list(results)
+    tally = current_tally()
+    for design in tally.designs.values():  # what the product's stated design leaves out, left out
+        results = design.apply(results)
+    if tally.excused:  # broken already in this session, its first violation kept: the others judged on their own
+        results = [replace(r, valid="waived", note=tally.excused[r.name]) if r.failed and r.name in tally.excused
+                   else r for r in results]
     record_chances(results)
     failed = [r for r in results if r.failed]
     if decided is True:
@@ -397,6 +420,7 @@ def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Itera
         wanted = []
     else:
         wanted = [decided] if isinstance(decided, str) else list(decided)
+    wanted = [name for name in wanted if not any(r.name == name and r.valid == "waived" for r in results)]
     by_name = {r.name: r for r in results}
     missing = [name for name in wanted if name not in by_name]
     undecided = [by_name[name] for name in wanted
@@ -410,7 +434,9 @@ def assert_checks(results: Iterable[CheckResult], *, decided: bool | str | Itera
         if missing:
             parts.append(f"checks this test relies on are not among the results: {', '.join(missing)} "
                          f"(the results are: {', '.join(by_name) or 'none'})")
-        raise (AssertionError if failed else NotDecided)("\n".join(parts))
+        if failed:
+            raise ChecksFailed("\n".join(parts), [r.name for r in failed])
+        raise NotDecided("\n".join(parts))
 
 
 

@@ -76,6 +76,15 @@ def run_check(run: Run, write: Callable[[str], None] = print) -> int:
     d = run.build_driver()
     for rule, value in run.stated_rules().items():  # what the run's checks will judge by
         write(f"  rule: {rule}: {value}")
+    design = run.design()  # the product's own design: what is stated, and what could be (peakproof.design)
+    for line in design.lines():
+        write(f"  design {line}")
+    for s in case.design:
+        if s.name not in design.stated:
+            write(f"  design not stated: {s.stating(s.metavar or True) if s.kind else s.flag}: if your service "
+                  f"{s.says_with(s.metavar or 'VALUE')}, state it"
+                  + (f" ({', '.join(s.leaves_out)} then not checked)" if s.leaves_out else "")
+                  + "; otherwise what those checks find is a finding")
     for cap in case.capabilities:
         left = f"; undecided without it: {', '.join(cap.checks)}" if cap.checks else ""
         if cap.name in spec.without:

@@ -235,6 +235,14 @@ SHARED: tuple[Option, ...] = (
     Option("replay_seconds", "after a FAIL, s in all to replay each violated check's witness on fresh ids and shrink "
                              "it (0: show the witness as found, send nothing)", LOAD | {PYTEST}, default=60.0,
            kind=non_negative(float)),
+    Option("stop_at_first", "over a URL, end a property at its first broken promise (quicker); by default, once a "
+                            "check is found broken, the property goes on and judges every other promise on its own",
+           frozenset({RUN, PYTEST}), action="store_true"),
+    Option("max_wait", "s one wait a property plans may take at most (a hold's lapse, a breaker's moment): a "
+                       "property that would wait longer for the target is left out and says so (its checks "
+                       "INCONCLUSIVE), never a hang; if your product waits that long by design, state it "
+                       "(--holds-never-lapse) or raise this", frozenset({RUN, PYTEST}), default=300.0,
+           kind=positive(float)),
     Option("junit", "also write the verdict as JUnit XML to this file, for a CI system's test report: a test case "
                     "per check and service level per stage; a broken promise a failure (Actual / Limit), an "
                     "undecided one skipped with its reason", LOAD, metavar="FILE"),

@@ -29,7 +29,7 @@ from .checks import pop_tally, push_tally
 from .history import History
 from .launch import ServedTarget
 from .options import PYTEST, add_options
-from .pytest_session import (NOT_EXERCISED_EXIT, PropertiesSession, properties_result, session_of,  # noqa: F401
+from .pytest_session import (NOT_EXERCISED_EXIT, PropertiesSession, max_wait, properties_result, session_of,  # noqa: F401
                              waived_checks)
 from .run import Run
 from .spec import RunFacts, RunSpec
@@ -69,6 +69,13 @@ class Target:
     @property
     def in_process(self) -> bool:
         return self.url is None
+
+    def left_out(self, *checks: str) -> None:
+        """Skip a property that exists to put ``checks`` to the test when the product's stated design leaves
+        every one of them out (peakproof.design): it would wait, or send, for nothing it judges."""
+        reasons = [self.run.design().reason(c) for c in checks]
+        if checks and all(reasons):
+            pytest.skip(f"not checked: {'; '.join(r.removeprefix('not checked: ') for r in reasons if r)}")
 
     def new_driver(self, history: History | None = None, **in_process_options: Any) -> Any:
         """A fresh driver: in process, a new reference core (``in_process_options`` go to it);
@@ -158,6 +165,14 @@ class Target:
             raise pytest.UsageError(str(e)) from None
         if spec.target_url and rules is not None and session is not None:  # the rules a URL verdict holds under
             session.rules[run.case.name] = dict(rules.describe())
+        try:
+            design = run.design()
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
+        if session is not None:  # every judgement of the session leaves out what it makes meaningless (and a
+            session.chances.designs[run.case.name] = design  # FAIL it would explain, unstated, says which)
+            if design.stated:
+                session.design[run.case.name] = design.lines()
         return cls(spec.case, spec.target_url, spec.policy, spec.admin_token, spec.opt("provider_url"), spec.driver,
                    rules, spec=spec, session=session, run_record=run)
 
@@ -240,6 +255,11 @@ class Pace:
         self.record = session_of(item.config).paces.setdefault(item.nodeid, {"what": what, "said": [], "took": None,
                                                                              "limit": None})
         self.said = self.units * self.per_unit + self.tail
+        longest = max_wait(item.config)
+        if self.per_unit > longest:  # a wait that long is the product's design or a hang, never a test: said
+            pytest.skip(f"past --max-wait ({say_seconds(longest)}): {what}: {how}: about {say_seconds(self.per_unit)} "
+                        f"a {unit}: not run, its checks not decided by it. If your product waits that long by design, "
+                        f"state it (peakproof run --help lists the case's design statements), or raise --max-wait")
         limit = self._arm(self.said, self.units)
         self._say(f"{how}: about {say_seconds(self.said)}" + (f" (the harness's time limit for it: "
                                                               f"{say_seconds(limit)})" if limit else ""), self.said)

@@ -21,7 +21,8 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
                       chances: dict[str, int], lacking: dict[str, str] | None = None,
                       waived: list[str] | None = None, off_contract: list[str] | None = None,
                       not_exercised: list[str] | None = None, undecided: list[str] | None = None,
-                      rules: dict[str, dict[str, Any]] | None = None) -> StageResult:
+                      rules: dict[str, dict[str, Any]] | None = None,
+                      design: dict[str, list[str]] | None = None, failures: list[str] | None = None) -> StageResult:
     """The properties' outcome, judged once: FAIL when a property failed (the target broke a promise),
     PASS when some ran and all held (listing what ``--without`` waived), INCONCLUSIVE otherwise (none
     ran, a capability the properties needed was missing, the target spoke another API, or pytest
@@ -31,14 +32,19 @@ def properties_result(exitstatus: int, counts: dict[str, int], first_failure: st
             "waived": list(waived or [])}
     if rules:
         data["rules"] = dict(rules)
+    stated = [line for lines in (design or {}).values() for line in lines]
+    if stated:
+        data["design"] = stated
     if counts["failed"]:
-        return StageResult("properties", "FAIL", [first_failure or "a property failed"], detail=detail, data=data)
+        every = list(dict.fromkeys(failures or [])) or [first_failure or "a property failed"]
+        return StageResult("properties", "FAIL", every + stated, detail=detail, data=data)
     if off_contract or lacking or not_exercised or undecided:
         return StageResult("properties", "INCONCLUSIVE", list(undecided or []) + list(dict.fromkeys(off_contract or []))
                            + [f"properties skipped: {why}" for why in (lacking or {}).values()]
                            + list(not_exercised or []), detail=detail, data=data)
     if exitstatus == 0 and counts["passed"]:
-        return StageResult("properties", "PASS", [f"waived: {w}" for w in waived or []], detail=detail, data=data)
+        return StageResult("properties", "PASS", [f"waived: {w}" for w in waived or []] + stated, detail=detail,
+                           data=data)
     why = ("no property ran against the target (all skipped or none collected)" if exitstatus in (0, 5)
            else f"pytest exited {exitstatus} (an error in the harness or its options)"
            + (f": {first_failure}" if first_failure else ""))
@@ -70,6 +76,7 @@ class PropertiesSession:
     waived: set[str] = field(default_factory=set)
     off_contract: list[str] = field(default_factory=list)
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    design: dict[str, list[str]] = field(default_factory=dict)  # each case's stated design, as the verdict lists it
     contracts: list[Any] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)  # a harness crash's traceback, printed in the summary
@@ -82,6 +89,7 @@ class PropertiesSession:
     # the run did, said beside a check that never had a chance (a run whose every reserve was refused gives none)
     ended: dict[str, int] = field(default_factory=dict)
     first_failure: str = ""
+    failures: list[str] = field(default_factory=list)  # every failed property's reason, in order
     # the first violating run of each property that broke a promise over a URL: (its Target, the run), replayed
     # and shrunk at the session's end (peakproof.replay), outside any test's time limit
     kept: list[Any] = field(default_factory=list)
@@ -100,13 +108,14 @@ class PropertiesSession:
             key = {"passed": "passed", "skipped": "skipped"}.get(report.outcome,
                                                                 "failed" if report.when == "call" else "errors")
             self.counts[key] += 1
-            if key in ("failed", "errors") and not self.first_failure:
+            if key in ("failed", "errors"):  # every failed property, each judged on its own: the first leads
                 reason = getattr(report, "peakproof_reason", None)
                 if reason is None:  # a report this plugin did not classify: pytest's own lines, whole
                     text = str(getattr(report, "longreprtext", "") or report.longrepr or "")
                     lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ") and len(ln.strip()) > 2]
                     reason = f"{report.nodeid}: {lines[0] if lines else text.strip()}"
-                self.first_failure = reason
+                self.first_failure = self.first_failure or reason
+                self.failures.append(reason)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
@@ -191,7 +200,8 @@ class PropertiesSession:
         if out:
             result = properties_result(int(exitstatus), dict(self.counts), self.first_failure,
                                        dict(self.chances.exercised), self.lacking_sentences(), sorted(self.waived),
-                                       self.off_contract, untested, list(self.undecided), self.rules)
+                                       self.off_contract, untested, list(self.undecided), self.rules, self.design,
+                                       self.failures)
             result.data["contract"] = [r.to_json() for r in self.contracts]  # peakproof run's contract stage reads it
             result.data["witnesses"] = self.witnesses
             result.dump(out)
@@ -223,6 +233,11 @@ class PropertiesSession:
                 tr.write_line(f"  INCONCLUSIVE: {why}")
             for name in sorted(self.waived):
                 tr.write_line(f"  waived: {name} (--without {name})")
+        if self.design:
+            tr.section("peakproof: the product's own design, as stated (what it leaves out is not checked)")
+            for case, lines in self.design.items():
+                for line in lines:
+                    tr.write_line(f"  {case}: {line}")
         if self.rules:
             tr.section("peakproof: the target's rules, as stated (the checks judged by them)")
             for case, rules in self.rules.items():
@@ -268,7 +283,7 @@ class PropertiesSession:
         return {"exercised": self.chances.exercised, "in_properties": self.chances.in_properties,
                 "summed": self.chances.summed_over_examples(),
                 "lacking": sorted(self.lacking), "waived": sorted(self.waived), "off_contract": self.off_contract,
-                "rules": self.rules, "undecided": self.undecided, "unreachable": self.unreachable,
+                "rules": self.rules, "design": self.design, "failures": self.failures, "undecided": self.undecided, "unreachable": self.unreachable,
                 "harness_errors": self.harness_errors, "paces": self.paces, "ended": self.ended,
                 "contracts": [_ContractEcho.of(r).__dict__ for r in self.contracts], "witnesses": self.witnesses}
 
@@ -284,6 +299,8 @@ class PropertiesSession:
         self.waived |= set(doc.get("waived", ()))
         self.off_contract += doc.get("off_contract", [])
         self.rules.update(doc.get("rules", {}))
+        self.design.update(doc.get("design", {}))
+        self.failures += doc.get("failures", [])
         self.undecided += doc.get("undecided", [])
         self.harness_errors += doc.get("harness_errors", [])
         self.unreachable.update(doc.get("unreachable", {}))
@@ -428,3 +445,13 @@ def waived_checks(config: pytest.Config) -> dict[str, str]:
     without = set(RunSpec.load(path).without if path else (config.getoption("without", None) or ()))
     return {check: cap.name for case in all_cases().values() for cap in case.capabilities if cap.name in without
             for check in cap.checks}
+
+
+def max_wait(config: Any) -> float:
+    """The longest one wait a property may plan (``--max-wait``, or the spec's): pytest_plugin.Pace."""
+    option = getattr(config, "option", None)
+    path = getattr(option, "spec", None)
+    if path:
+        return float(RunSpec.load(path).max_wait)
+    given = getattr(option, "max_wait", None)
+    return float(given) if given is not None else RunSpec.max_wait

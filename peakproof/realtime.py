@@ -38,6 +38,8 @@ class Violation:
     message: str
     history: list[str] = field(default_factory=list)
     ops: list[Any] = field(default_factory=list, repr=False)  # the run's operations themselves: its witness's
+    checks: tuple[str, ...] = ()  # the checks it broke, by name (none: the property's own assertion)
+    replay: str = ""  # what Hypothesis's replay of it did, when it went otherwise
 
     def report(self, replay: str = "") -> str:
         lines = [self.message.rstrip(), "",
@@ -53,9 +55,13 @@ class Violation:
 class PropertyViolated(pytest.fail.Exception):  # type: ignore[misc,name-defined]
     """pytest's failure, carrying the violation's own words as the verdict's reason (never cut)."""
 
-    def __init__(self, violation: Violation, replay: str = "") -> None:
-        super().__init__(violation.report(replay), pytrace=False)
-        self.reason = violation.message.strip()
+    def __init__(self, violation: Violation, replay: str = "", also: list[Violation] | None = None) -> None:
+        text = violation.report(replay)
+        for other in also or ():  # every other promise the property found broken, each judged on its own
+            text += "\n\nand, judged on its own once the promise above was found broken:\n" + other.report()
+        super().__init__(text, pytrace=False)
+        self.reason = "; ".join(v.message.strip() for v in [violation, *(also or [])])
+        self.violation, self.also = violation, list(also or [])
 
 
 class Undecided(Exception):
@@ -70,11 +76,46 @@ def history_of(machine: Any) -> list[str]:
     return [repr(op) for op in ops]
 
 
+# rounds of a property over a URL at most: each finds one more broken check, or ends it
+MAX_ROUNDS = 6
+
+
 def run_machine(target: Any, machine: type, settings: Any = None) -> None:
-    """Run ``machine`` as a test; over a URL, judged by its first violating run (see the module)."""
+    """Run ``machine`` as a test; over a URL, judged by its first violating run (see the module), and every
+    promise on its own: once a run broke a check, that check is not judged again in this session (its first
+    violation kept) and the machine runs again, so a second broken promise beside it is found too, until a
+    round finds nothing new (at most :data:`MAX_ROUNDS`)."""
     if target.in_process:
         run_state_machine_as_test(machine, settings=settings)
         return
+    from .checks import current_tally
+
+    excused = current_tally().excused
+    found: list[Violation] = []
+    rounds = 1 if getattr(getattr(target, "spec", None), "stop_at_first", False) else MAX_ROUNDS
+    try:
+        for _ in range(rounds):
+            try:
+                _one_round(machine, settings)
+                break
+            except PropertyViolated as e:
+                v = e.violation
+                new = [c for c in v.checks if c not in excused]
+                found.append(v)
+                if not new:  # the property's own assertion, or nothing left to judge apart: the round's verdict
+                    break
+                for c in new:
+                    excused[c] = (f"not judged again: {c} was found broken earlier in this run (its first violation "
+                                  f"and witness kept); every other promise is judged on its own")
+    finally:
+        session = getattr(target, "session", None)
+        if session is not None:  # replayed and shrunk once the session ends (its own time)
+            session.kept.extend((target, v) for v in found)
+    if found:
+        raise PropertyViolated(found[0], found[0].replay, found[1:])
+
+
+def _one_round(machine: type, settings: Any) -> None:
     kept: list[Violation] = []
 
     class FirstViolationKept(machine):  # type: ignore[misc,valid-type]
@@ -89,14 +130,10 @@ def run_machine(target: Any, machine: type, settings: Any = None) -> None:
             finally:
                 if isinstance(raised, AssertionError) and not kept:
                     ops = list(getattr(getattr(getattr(self, "d", None), "history", None), "ops", None) or [])
-                    kept.append(Violation(str(raised), history_of(self), ops))
+                    kept.append(Violation(str(raised), history_of(self), ops, tuple(getattr(raised, "checks", ()))))
 
     FirstViolationKept.__name__ = FirstViolationKept.__qualname__ = machine.__name__
-    try:
-        _run_keeping(FirstViolationKept, settings, kept)
-    finally:
-        if kept and getattr(target, "session", None) is not None:  # replayed and shrunk once the session ends (its own time)
-            target.session.kept.append((target, kept[0]))
+    _run_keeping(FirstViolationKept, settings, kept)
 
 
 def _run_keeping(machine: type, settings: Any, kept: list[Violation]) -> None:
@@ -106,7 +143,8 @@ def _run_keeping(machine: type, settings: Any, kept: list[Violation]) -> None:
         raise
     except BaseException as e:  # pytest-timeout's failure is a BaseException too
         if kept:  # whatever the replay (or a limit of the harness) raised, the violation seen first stands
-            raise PropertyViolated(kept[0], _replay_went_otherwise(e)) from None
+            kept[0].replay = _replay_went_otherwise(e)
+            raise PropertyViolated(kept[0], kept[0].replay) from None
         if isinstance(e, Flaky):
             first = str(e).splitlines()[0] if str(e) else ""
             raise Undecided(f"Hypothesis's replay of a run against the live target went differently "
@@ -114,7 +152,8 @@ def _run_keeping(machine: type, settings: Any, kept: list[Violation]) -> None:
                             f"A target whose answers depend on time does this; run again") from None
         raise
     if kept:  # a violation Hypothesis did not report (a replay that passed and was not called flaky)
-        raise PropertyViolated(kept[0], "(Hypothesis reported no failure: its replay passed)")
+        kept[0].replay = "(Hypothesis reported no failure: its replay passed)"
+        raise PropertyViolated(kept[0], kept[0].replay)
 
 
 def _replay_went_otherwise(e: BaseException) -> str:

@@ -19,6 +19,7 @@ from .spec import RunFacts, RunSpec
 
 if TYPE_CHECKING:
     from .case import Case
+    from .design import StatedDesign
     from .history import History
     from .http import Transport
 
@@ -70,6 +71,12 @@ class Run:
         """The rules as every verdict lists them ({} for none)."""
         rules = self.rules()
         return dict(rules.describe()) if rules is not None else {}
+
+    def design(self) -> "StatedDesign":
+        """What the user stated of the case's design (its options over the driver's ``design``)."""
+        from .design import stated_design
+
+        return stated_design(self.case.design, dict(self.spec.case_options), self.driver)
 
     def build_driver(self, *, history: "History | None" = None, transport: "Transport | None" = None,
                      timeout: float | None = None, **extra: Any) -> Any:

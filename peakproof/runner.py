@@ -165,6 +165,8 @@ def run(record: Run) -> int:
         print(f"  {note}")
     for rule, value in record.with_spec(spec).stated_rules().items():  # and the rules it holds under
         print(f"  rule: {rule}: {value}")
+    for line in record.with_spec(spec).design().lines():  # the product's own design, as stated: every verdict's
+        print(f"  {line}")
     if spec.without:  # what the user waived is part of every verdict, PASS included
         from .capabilities import waiver_lines
 
@@ -357,7 +359,8 @@ def _properties(case: Case, spec: RunSpec, facts: RunFacts, work: Path) -> Part:
     result = work / "properties-result.json"
     spec_file = spec.with_options(result=str(result)).dump(work / "properties-spec.json", facts)
     own_junit = work / "properties-junit.xml"  # each property as a test case of the run's JUnit XML
-    cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-x", "-rs",
+    # no -x unless --stop-at-first: every property judged on its own, a broken one hiding none of the others
+    cmd = [sys.executable, "-m", "pytest", str(props), "-q", "-p", "no:cacheprovider", "-rs", *(["-x"] * spec.stop_at_first),
            "--spec", str(spec_file), f"--junitxml={own_junit}"]
     print(f"peakproof: properties: pytest {props.name} against {spec.target_url} (spec {spec_file.name})",
           flush=True)

@@ -55,6 +55,8 @@ class RunSpec:
     max_run_seconds: float = 900.0
     save_history: bool = False
     report_dir: str = "reports"
+    stop_at_first: bool = False  # over a URL, a property ends at its first broken promise (peakproof.realtime)
+    max_wait: float = 300.0  # s one wait a property plans may take at most (pytest_plugin.Pace)
     replay_seconds: float = 60.0  # after a FAIL: replaying and shrinking its witnesses (peakproof.replay)
     junit: str | None = None  # where the verdict goes as JUnit XML too (peakproof.junit); None: nowhere
     calibrated_rate: float | None = None

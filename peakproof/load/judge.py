@@ -87,6 +87,9 @@ def judge_run(sc: Scenario, history: History, spec: RunSpec, rec: RunRecord) -> 
               "the target's processes": rec.tenancy.target_sentence() if rec.tenancy else "not measured"}
     for error in harness_errors:  # the whole traceback on the console, not only in the HTML (its last line is the verdict's)
         print(f"peakproof: {sc.name}: a harness error (INCONCLUSIVE), its traceback:\n{error}", file=sys.stderr, flush=True)
+    design = sc.run.with_spec(spec).design()
+    if design.stated:
+        params["the design stated"] = "; ".join(design.lines())
     rules = stated_rules(sc, spec)
     if rules and not any("rules" in k for k in params):
         params["the target's rules (judged by)"] = rules
@@ -166,7 +169,10 @@ def with_capabilities(sc: Scenario, spec: RunSpec, checks: list[CheckResult]) ->
     naming it (see :mod:`peakproof.capabilities`)."""
     from ..capabilities import apply_waivers
 
-    return apply_waivers(checks, sc.run.case.capabilities, spec.without, sc.lacking)
+    checks = apply_waivers(checks, sc.run.case.capabilities, spec.without, sc.lacking)
+    # and those the product's stated design leaves out (peakproof.design), whatever they found; a FAIL an
+    # unstated statement would explain says which
+    return sc.run.with_spec(spec).design().apply(checks)
 
 
 def conclude_calibration(sc: Calibration, history: History, rec: RunRecord) -> dict[str, Any]:

@@ -107,6 +107,23 @@ def tickets_releases_holds_early() -> None:
     app._quota_json = lambda row: {**quota_json(row), "hold_seconds": row.hold_seconds * 4}
 
 
+def tickets_holds_never_lapse() -> None:
+    """A design, not a bug: a hold lasts until it is paid or cancelled. Whatever window a quota asks for, its
+    holds say they expire a day on (the reference's longest window; a real shop's driver said ten years), far
+    past any run, and they do not lapse before."""
+    from peakproof.targets.tickets import app
+    from peakproof.targets.tickets.core import TicketsCore
+
+    put_quota, quota_json = TicketsCore.put_quota, app._quota_json
+    ten_years = 86_400.0  # the reference's longest window: far past any run
+
+    def forever(self: TicketsCore, quota_id: str, capacity: int, hold_seconds: float = 120.0) -> Any:
+        return put_quota(self, quota_id, capacity, ten_years)
+
+    TicketsCore.put_quota = forever  # type: ignore[method-assign]
+    app._quota_json = lambda row: {**quota_json(row), "hold_seconds": ten_years}
+
+
 def tickets_unfenced_lease() -> None:
     """The quota row's write is not fenced: a holder that stalled past its lease still writes,
     over the write of the holder that took the row after it (a lost update)."""
@@ -605,6 +622,7 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "feed-405-without-allow": ("feed", feed_405_without_allow),
     "notifications-unhashable-channel-is-a-500": ("notifications", notifications_unhashable_channel_is_a_500),
     "tickets-sells-expired-holds": ("tickets", tickets_sells_expired_holds),
+    "tickets-holds-never-lapse": ("tickets", tickets_holds_never_lapse),  # a design (peakproof.design), not a bug
     "tickets-500-on-every-reservation": ("tickets", tickets_500_on_every_reservation),
     "tickets-500-on-some-granted-holds": ("tickets", tickets_500_on_some_granted_holds),
     "tickets-accepts-nonpositive-quantity": ("tickets", tickets_accepts_nonpositive_quantity),
@@ -647,10 +665,13 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in MUTANTS:
-        sys.stderr.write(f"expected a mutant name, one of {', '.join(MUTANTS)}; got {argv[:1]}\n")
+    names = argv[0].split("+") if argv else []  # "a+b": both at once (a product with a design and a bug, say)
+    if not names or any(n not in MUTANTS for n in names) or len({MUTANTS[n][0] for n in names}) != 1:
+        sys.stderr.write(f"expected a mutant name (or several of one case joined by '+'), each one of "
+                         f"{', '.join(MUTANTS)}; got {argv[:1]}\n")
         return 2
-    MUTANTS[argv[0]][1]()
+    for name in names:
+        MUTANTS[name][1]()
     from peakproof.cli import main as peakproof
 
     return peakproof(argv[1:])
@@ -667,7 +688,7 @@ def served(mutant: str, **options: Any) -> Any:
             i = cmd.index("peakproof")
             return cmd[:i] + ["tests.support.mutants", mutant] + cmd[i + 1:]
 
-    return MutantTarget(get_case(MUTANTS[mutant][0]), **options)
+    return MutantTarget(get_case(MUTANTS[mutant.split("+")[0]][0]), **options)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,12 @@ class PropertiesRun(NamedTuple):
 def properties_against(url: str, case: str, *extra: str) -> PropertiesRun:
     with tempfile.TemporaryDirectory(prefix="peakproof-props-") as work:
         result = Path(work) / "result.json"
-        cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q", "-x",
+        # --stop-at-first: a mutant's test needs its first broken promise (test_design_statements.py shows a run
+        # that goes on); extra may ask otherwise with --every-promise
+        go_on = "--every-promise" in extra
+        extra = tuple(e for e in extra if e != "--every-promise")
+        cmd = [sys.executable, "-m", "pytest", str(ROOT / "properties" / f"test_{case}.py"), "-q",
+               *(() if go_on else ("-x", "--stop-at-first")),
                "-p", "no:cacheprovider", "--target-url", url, "--result", str(result), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
                               env=dict(os.environ, HYPOTHESIS_PROFILE="ci"))

@@ -72,6 +72,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((kind, re.compile(p)) 
     ("not-applicable", r"^interleavings step the reference core in-process; a URL cannot be stepped$"),
     ("not-applicable", r"^contract \(Schemathesis\): skipped: "),
     ("undecided", r"^INCONCLUSIVE: "),
+    ("not-applicable", r"^not checked: "),  # left out by a product's stated design (peakproof.design)
+    ("undecided", r"^past --max-wait \("),  # a wait longer than the user allows: its checks not decided by it
 ))
 
 _PREFIX = re.compile(r"^\[([\w-]+)\] ")

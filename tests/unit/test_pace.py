@@ -128,3 +128,15 @@ def test_the_session_lists_each_figure_and_what_the_call_took() -> None:
     merged = PropertiesSession()
     merged.merge(session.to_worker_output())  # a pytest-xdist worker's figures reach its controller
     assert merged.paces == session.paces
+
+
+def test_a_wait_past_max_wait_is_not_planned_and_says_why(clock: Clock) -> None:
+    """A hold answered with an ``expires_at`` ten years on: the property would wait for it (before, it said
+    "about 5256000.0 min" and hung); past --max-wait it is not run, and says what to state instead."""
+    it = item(None)
+    it.config.option = SimpleNamespace(spec=None, max_wait=60.0)
+    with pytest.raises(pytest.skip.Exception) as e:
+        Pace(it, "tickets over HTTP", "a hold paid after it lapsed", 1, 315_360_000.0, unit="wait")
+    assert str(e.value).startswith("past --max-wait (60 s)") and "state it" in str(e.value), str(e.value)
+    assert it.nodeid not in session_of(it.config).paces or not session_of(it.config).paces[it.nodeid]["said"]
+    Pace(it, "tickets over HTTP", "a hold of 30 s", 1, 30.0, unit="wait")  # within it: planned as before

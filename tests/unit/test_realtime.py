@@ -105,3 +105,34 @@ def test_a_limit_of_the_harness_inside_a_flaky_replay_is_still_the_harness_s() -
 
     timeout = pytest.fail.Exception("Timeout (>300.0s) from pytest-timeout.")
     assert failure_kind(FlakyFailure("Inconsistent results", [timeout]))[0] == "undecided"
+
+
+def test_a_second_broken_promise_beside_the_first_is_found_and_each_is_kept_once() -> None:
+    """Once a run broke a check, the machine runs again with that check left out (its first violation kept),
+    so a second broken promise is found too; a check broken again is not reported twice."""
+    from peakproof.checks import CheckResult, assert_checks, current_tally
+
+    class Judged(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.d = Driver()
+
+        @rule(n=st.integers(0, 3))
+        def step(self, n: int) -> None:
+            op = self.d.history.invoke("buyer", "reserve", {"n": n})
+            self.d.history.complete(op, "ok", {})
+            # no_oversell breaks in every run; stock_is_conserved only once a step drew n == 3
+            assert_checks([CheckResult("no_oversell", False, {"violations": 1}, "2 units oversold", chances=1),
+                           CheckResult("stock_is_conserved", n != 3, {}, None if n != 3 else "a unit lost",
+                                       chances=1)])
+
+    excused = current_tally().excused
+    try:
+        with pytest.raises(PropertyViolated) as e:
+            run_machine(Live(), Judged, LIVE)
+        found = [e.value.violation, *e.value.also]
+        assert [v.checks for v in found] == [("no_oversell",), ("stock_is_conserved",)], [v.checks for v in found]
+        assert "judged on its own once the promise above was found broken" in str(e.value)
+        assert set(excused) == {"no_oversell", "stock_is_conserved"}
+    finally:
+        excused.clear()

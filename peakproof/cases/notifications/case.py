@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from peakproof.capabilities import Capability
+from peakproof.design import Statement, design_options
 from peakproof.case import Case
 from peakproof.options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
 from peakproof.spec import RunSpec
@@ -85,6 +86,20 @@ CAPABILITIES = (
 )
 
 
+# Where a product may differ from the seed's design by choice (peakproof.design)
+DESIGN = (
+    Statement("no_breaker", "has no circuit breaker: it calls a failing channel as its rounds say, however often "
+                            "that channel failed",
+              ("breaker_opens_when_due", "breaker_counts_only_transient"),
+              "both judge when a channel's breaker opens and what it counts; a service without one has neither"),
+    Statement("no_priority", "has no priority between urgent notifications and reminders: one queue, taken in "
+                             "arrival order",
+              ("urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog"),
+              "both judge urgent notifications going ahead of reminders; in one queue nothing goes ahead "
+              "(the urgent mean latency is still judged: it is the seed's promise to the user)"),
+)
+
+
 def driver_options(spec: RunSpec) -> dict[str, object]:
     return {"provider_url": spec.opt("provider_url")}
 
@@ -103,6 +118,7 @@ OPTIONS = (
     *(_rule(*o) for o in DeliveryRules.OPTIONS),
     *(Option(name, text, frozenset({RUN, LOCUST, PYTEST}), action="store_true", flag=flag)
       for flag, name, text in DeliveryRules.SWITCHES),
+    *design_options(DESIGN, _RULES - {SERVE}),
     Option("threads", "provider calls in flight in all (the bulkheads' sizes, shared by the seed's call rates)", frozenset({SERVE}), default=32, kind=positive(int), env="-"),
     Option("dispatch", "accept only, deliver nothing (to benchmark the accept path alone)", frozenset({SERVE}),
            default=True, action="store_false", flag="--no-dispatch", env="-"),
@@ -132,4 +148,4 @@ CASE = Case(
                     "notifications-reminder-flood": 0.25},
     options=OPTIONS, resolve=resolve, rules=rules_of, served_options=served_options, light_options=light_options, serve=serve,
     model="peakproof.models.notifications", rank=1, model_params="NotificationsParams", capabilities=CAPABILITIES,
-    driver_options=driver_options, contract_app=contract_app)
+    driver_options=driver_options, contract_app=contract_app, design=DESIGN)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from peakproof import nemesis
+from peakproof.checks import current_tally
 from peakproof.history import OK
 from peakproof.pytest_plugin import Target
 from peakproof.realtime import Violation, history_of
@@ -429,7 +430,12 @@ class OverHttp(SendsNotifications):
             read_all_and_judge(self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
         except AssertionError as e:
             type(self).found.append(str(e))
-            self.shared.violations.append(Violation(str(e), history_of(self)))
+            checks = tuple(getattr(e, "checks", ()))
+            self.shared.violations.append(Violation(str(e), history_of(self), checks=checks))
+            excused = current_tally().excused  # judged on their own from here: later examples judge every other
+            for c in checks:
+                excused.setdefault(c, f"not judged again: {c} was found broken earlier in this run (its first "
+                                      f"violation kept); every other promise is judged on its own")
         except BaseException as e:  # the harness's (a record it could not read): never the target's verdict
             self.shared.errors.append(e)
         finally:

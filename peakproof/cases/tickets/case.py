@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from peakproof.capabilities import Capability
+from peakproof.design import Statement, design_options
 from peakproof.case import Case
 from peakproof.options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
 from peakproof.spec import RunSpec
@@ -61,6 +62,14 @@ CAPABILITIES = (
                f"{NAME}-lease-faults cannot put its faults in"),
 )
 _RULES = frozenset({RUN, LOCUST, PYTEST})
+# Where a product may differ from the seed's design by choice (peakproof.design)
+DESIGN = (
+    Statement("holds_never_lapse", "keeps a hold until it is paid or cancelled: its holds never lapse",
+              ("expired_hold_is_never_sold",),
+              "it judges a hold paid after its window; a hold that never lapses has no window to be paid after "
+              "(a hold is still honoured: hold_honoured_until_it_expires is judged), and no property waits for "
+              "one to lapse"),
+)
 
 OPTIONS = (
     Option("clock_skew", "s your target's clock may be off ours, either way (default 0.25; a driver's tolerance "
@@ -72,6 +81,7 @@ OPTIONS = (
                                     "gets the key's first answer, a refusal included, as Stripe's keys do; a "
                                     "repeated refusal is then a replay, not a new decision)", _RULES,
            action="store_true"),
+    *design_options(DESIGN, _RULES),
     Option("hold_window", "properties over a URL: the hold window, s, they set up quotas with (their waits and time "
                           "steps scale with it). State your target's shortest if it takes no 0.5 s window",
            frozenset({RUN, PYTEST}), default=0.5, kind=positive(float)),
@@ -126,4 +136,4 @@ CASE = Case(
     headroom=0.4,
     options=OPTIONS, served_options=served_options, rules=rules_of, bind_rules=bind_rules, in_process_stage=seed_opening, serve=serve,
     model="peakproof.models.tickets", rank=0, model_params="TicketsParams", capabilities=CAPABILITIES,
-    contract_app=contract_app)
+    contract_app=contract_app, design=DESIGN)

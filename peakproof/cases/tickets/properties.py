@@ -317,6 +317,7 @@ def test_a_hold_paid_after_it_lapsed_is_not_sold_and_its_units_come_back(case_ta
 
     Over a URL it waits for the target's own hold window (the ``expires_at`` it answers, whatever window
     was asked): it says how long before it waits, and re-arms the harness's time limit above that."""
+    case_target.left_out("expired_hold_is_never_sold")  # holds that never lapse stated: no lapse to wait for
     round_trip = preflight(case_target)
     d = case_target.new_driver()
     tol, h = tolerance_of(d), hold_seconds(case_target)
