@@ -67,14 +67,22 @@ class FeedAnalysis:
         self.posts: dict[str, dict[str, Any]] = {}
         self.published_at: dict[str, float] = {}
         self._published_seq: dict[str, int] = {}
+        self._published_invoke: dict[str, int] = {}
         self._deleted_seq: dict[str, int] = {}
+        self._deleted_at: dict[str, float] = {}
         for w in ok_writes:
             if w.f == "publish" and isinstance(w.value, dict) and "post_id" in w.value:
                 pid = str(w.value["post_id"])
                 self.posts[pid], self.published_at[pid], self._published_seq[pid] = w.value, w.complete_time, w.complete_seq
+                self._published_invoke[pid] = w.invoke_seq
             elif w.f == "delete":
                 pid = str(w.args["post_id"])
-                self._deleted_seq[pid] = min(self._deleted_seq.get(pid, w.complete_seq), w.complete_seq)
+                if w.complete_seq < self._deleted_seq.get(pid, w.complete_seq + 1):
+                    self._deleted_seq[pid], self._deleted_at[pid] = w.complete_seq, w.complete_time
+        # a design whose writes take effect after they answer (rules.lag): when each kind's ok writes answered,
+        # so a read that began within the lag of one is not quiet (the write may not show yet)
+        self._lagged = {f: sorted(w.complete_time for w in ok_writes if w.f == f)
+                        for f in ("unfollow", "delete", "publish") if rules.lag(f) > 0}
         self._newest_first = sorted(self.posts, key=lambda pid: self.key(self.posts[pid]), reverse=True)
         # follow / unfollow events per (user, followee), only for pairs that were ever unfollowed
         unfollowed_pairs = {(w.args["user_id"], w.args["followee_id"]) for w in self.writes if w.f == "unfollow"}
@@ -83,24 +91,37 @@ class FeedAnalysis:
             for pair in _pairs(w):
                 if pair in unfollowed_pairs:
                     certain = w.type == OK
-                    self._pair_events.setdefault(pair, []).append((w.invoke_seq, w.f, certain, w.complete_seq))  # type: ignore[arg-type]
+                    self._pair_events.setdefault(pair, []).append(  # type: ignore[arg-type]
+                        (w.invoke_seq, w.f, certain, w.complete_seq, w.complete_time if certain else inf))
         # each read's user's followees at its invocation (writes applied in completion order)
         self._following: dict[int, tuple[set[str], set[str]]] = {}
+        # with a design whose follow does not bring every earlier post in: each followee's current follow, as
+        # (its invocation, its completion), at each read
+        self._since: dict[int, dict[str, tuple[int, int]]] = {}
+        partial = rules.follow_brings != "all"
         following: dict[str, set[str]] = {}
         ever: dict[str, set[str]] = {}
+        since: dict[str, dict[str, tuple[int, int]]] = {}
         events = sorted([(w.complete_seq, 1, w) for w in ok_writes if w.f in ("follow", "unfollow", "follow_many")]
                         + [(op.invoke_seq, 0, op) for op in self.reads], key=lambda e: e[0])
         for _, kind, op in events:
             if kind == 1:
                 if op.f == "unfollow":
                     following.setdefault(op.args["user_id"], set()).discard(op.args["followee_id"])
+                    since.get(op.args["user_id"], {}).pop(op.args["followee_id"], None)
                 else:
                     for user, followee in _pairs(op):
-                        following.setdefault(user, set()).add(followee)
+                        if followee not in following.setdefault(user, set()):
+                            since.setdefault(user, {})[followee] = (op.invoke_seq, op.complete_seq)
+                        following[user].add(followee)
                         ever.setdefault(user, set()).add(followee)
             else:
                 user = op.args["user_id"]
-                self._following[id(op)] = (set(following.get(user, ())), set(ever.get(user, ())))
+                own = {user} if rules.own_posts else set()
+                self._following[id(op)] = (set(following.get(user, ())) | own, set(ever.get(user, ())) | own)
+                if partial:
+                    self._since[id(op)] = dict(since.get(user, {}))
+        self._maybe: dict[int, set[tuple[float, str]]] = {}  # per read: posts it may show or not (model())
         self._unfollow_pairs_by_user: dict[str, list[str]] = {}
         for (user, author) in self._pair_events:
             self._unfollow_pairs_by_user.setdefault(user, []).append(author)
@@ -144,6 +165,28 @@ class FeedAnalysis:
             if op.type == OK and op.value.get("next_cursor") is not None:
                 last[(op.args["user_id"], repr(op.process), _cursor_id(op.value["next_cursor"]))] = op
 
+    def _brought_in(self, pid: str, author: str, follow: tuple[int, int]) -> bool | None:
+        """Is the post in a timeline that follows ``author`` since ``follow`` (its invocation and completion),
+        under the stated ``follow_brings``: one published after the follow, yes; one before it, when the follow
+        brings it (all, or the last N before it); one published while the follow was in flight, None."""
+        invoked, completed = follow
+        if self._published_invoke[pid] > completed:
+            return True
+        if self._published_seq[pid] > invoked:
+            return None
+        brings = self.rules.follow_brings
+        if brings == "all" or brings == "nothing":
+            return brings == "all"
+        earlier = self._publish_seqs_by_author.get(str(author), [])
+        newer_before = len(earlier[bisect.bisect_right(earlier, self._published_seq[pid]):
+                                   bisect.bisect_left(earlier, invoked)])
+        return newer_before < int(brings)
+
+    def maybe_shown(self, op: Op) -> set[tuple[float, str]]:
+        """The posts a read may show or not, as :meth:`model` found them (a post published while its
+        author's follow was in flight, when the follow does not bring every earlier post in)."""
+        return self._maybe.get(id(op), set())
+
     def key(self, item: dict[str, Any]) -> tuple[float, str]:
         """A post's place in a timeline: (its time's step, its id); descending is newest first."""
         return (self.rules.step(item["created_at"]), str(item["post_id"]))
@@ -153,13 +196,22 @@ class FeedAnalysis:
         return not self.rules.ties_known and x[0] == y[0]
 
     def quiet(self, op: Op) -> bool:
-        """No write overlapped this read."""
+        """No write overlapped this read, nor answered within its stated lag before it (rules.lag)."""
         i = bisect.bisect_left(self._w_invoke, op.complete_seq)
-        return i == 0 or self._w_maxdone[i - 1] < op.invoke_seq
+        if not (i == 0 or self._w_maxdone[i - 1] < op.invoke_seq):
+            return False
+        for f, times in self._lagged.items():
+            j = bisect.bisect_right(times, op.invoke_time)
+            if j and times[j - 1] > op.invoke_time - self.rules.lag(f):
+                return False
+        return True
 
     def deleted_before(self, op: Op, post_id: str) -> bool:
-        """The post's delete returned before this read was invoked."""
-        return self._deleted_seq.get(post_id, op.invoke_seq) < op.invoke_seq
+        """The post's delete returned before this read was invoked (and its stated lag had passed)."""
+        if not self._deleted_seq.get(post_id, op.invoke_seq) < op.invoke_seq:
+            return False
+        lag = self.rules.delete_lag
+        return not lag or self._deleted_at[post_id] + lag < op.invoke_time
 
     def is_deleted(self, post_id: str) -> bool:
         """A delete of the post returned ok somewhere in the history."""
@@ -169,9 +221,10 @@ class FeedAnalysis:
         """The last follow/unfollow of ``author`` by this read's user that may have taken effect is an
         unfollow that certainly returned before the read."""
         last = None
-        for invoke_seq, f, certain, complete_seq in self._pair_events.get((op.args["user_id"], author), ()):
+        lag = self.rules.unfollow_lag
+        for invoke_seq, f, certain, complete_seq, done in self._pair_events.get((op.args["user_id"], author), ()):
             if invoke_seq < op.complete_seq:
-                last = (f, certain and complete_seq < op.invoke_seq)
+                last = (f, certain and complete_seq < op.invoke_seq and (not lag or done + lag < op.invoke_time))
         return last is not None and last[0] == "unfollow" and last[1]
 
     def followed_ever(self, op: Op) -> set[str]:
@@ -204,11 +257,13 @@ class FeedAnalysis:
         if bound is None:
             return None
         following, ever = self._following[id(op)]
+        since = self._since.get(id(op))
         s = op.invoke_seq
         need = int(op.args.get("limit") or 20) + 1
         live: list[tuple[float, str]] = []
         every = 0
         cap_edge = (float("-inf"), "")
+        maybe = self._maybe.setdefault(id(op), set())
         for pid in self._newest_first:
             if self._published_seq[pid] >= s:
                 continue  # not yet published when the read began
@@ -217,6 +272,13 @@ class FeedAnalysis:
             if author not in ever:
                 continue
             key = self.key(post)
+            if since is not None and author in since:
+                brought = self._brought_in(pid, author, since[author])
+                if brought is None:  # published while the follow was in flight: before it or after, either
+                    maybe.add(key)
+                    continue
+                if not brought:
+                    continue
             every += 1
             if every == self.inbox_cap:
                 cap_edge = key

@@ -9,6 +9,7 @@ from typing import Any
 
 from peakproof.capabilities import Capability
 from peakproof.case import Case
+from peakproof.design import Statement, design_options, stated_design
 from peakproof.options import LOAD, LOCUST, PYTEST, RUN, SERVE, Option, non_negative, positive
 from peakproof.spec import RunSpec
 from .rules import TIES, OrderRules
@@ -19,9 +20,56 @@ NAME = "feed"
 _RULES = frozenset({RUN, LOCUST, PYTEST})
 
 
+def follow_brings(text: str) -> "str | int":
+    """``--follow-brings``: all, nothing, or a number N (the followee's last N earlier posts)."""
+    if text in ("all", "nothing"):
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"expected all, nothing or a number of posts (the last N); got {text!r}") from None
+    if n < 0:
+        raise ValueError(f"expected a number of posts of 0 or more; got {n}")
+    return n
+
+
+def lag_seconds(text: str) -> float:
+    v = float(text)
+    if not 0 <= v <= 3600:
+        raise ValueError(f"expected seconds from 0 to 3600; got {text!r}")
+    return v
+
+
+# Where a product may differ from the seed's design by choice (peakproof.design). None leaves a check out: each
+# changes what a read must show, and every check judges by it (a read within a stated lag of a write is not held
+# to that write; a post the follow did not bring in is not expected).
+DESIGN = (
+    Statement("unfollow_lag", "applies an unfollow up to {value} s after it answers (a worker takes the author's "
+                              "posts out of the timeline)", (), "",
+              ("unfollowed_authors_never_shown", "feed_matches_pull_model"), kind=lag_seconds, metavar="S"),
+    Statement("delete_lag", "takes a deleted post out of its followers' timelines up to {value} s after the delete "
+                            "answers (a worker does it)", (), "",
+              ("deleted_posts_never_shown", "feed_matches_pull_model"), kind=lag_seconds, metavar="S"),
+    Statement("fanout_lag", "puts a post in its followers' timelines up to {value} s after the publish answers (an "
+                            "asynchronous fan-out worker; the seed's 60 s window is still judged)", (), "",
+              ("feed_matches_pull_model", "pages_do_not_skip_or_repeat"), kind=lag_seconds, metavar="S"),
+    Statement("follow_brings", "brings {value} of a followee's earlier posts into the follower's timeline on a "
+                               "follow (all, nothing, or the last N)", (), "",
+              ("feed_matches_pull_model", "posts_visible_within_window", "pages_do_not_skip_or_repeat"),
+              kind=follow_brings, metavar="all|nothing|N"),
+    Statement("own_posts", "shows the reader's own posts in their home timeline", (), "",
+              ("feed_matches_pull_model",)),
+)
+
+
 def rules_of(spec: RunSpec, driver: type | None = None) -> OrderRules:
-    """How the target's times and ties read, as stated (the contract's where not)."""
-    return OrderRules.from_options(spec.opt)
+    """How the target's times and ties read, as stated (the contract's where not), and what its stated design
+    (:data:`DESIGN`: the options over the driver's ``design``) makes a read show."""
+    from dataclasses import replace
+
+    rules = OrderRules.from_options(spec.opt)
+    design = stated_design(DESIGN, {s.name: spec.opt(s.name) for s in DESIGN}, driver)
+    return replace(rules, **dict(design.stated)) if design.stated else rules
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +116,7 @@ _SERVE = frozenset({SERVE})
 OPTIONS = (
     Option("time_precision", OrderRules.OPTIONS[0][3], _RULES, kind=non_negative(float), flag="--time-precision"),
     Option("ties", OrderRules.OPTIONS[1][3], _RULES, choices=TIES, flag="--ties"),
+    *design_options(DESIGN, _RULES),
     Option("consumer_share", "feed-slow-consumer: the consumers' rate as a share of the write work (default the "
                              "seed's 1,000 of 1,247.71 writes/s)", LOAD, kind=positive(float)),
     Option("threshold", "followers above which posts are merged at read time (default: the seed's rule at full "
@@ -101,4 +150,4 @@ CASE = Case(
     fresh_target_per_scenario=True, scale_axis="time_scale", options=OPTIONS, serve=serve,
     latency_checks=("posts_visible_within_window",), rules=rules_of,
     model="peakproof.models.feed", rank=2, model_params="FeedParams", capabilities=CAPABILITIES,
-    contract_app=contract_app)
+    contract_app=contract_app, design=DESIGN)

@@ -21,10 +21,18 @@ TIES = ("post_id", "any")
 
 @dataclass(frozen=True)
 class OrderRules:
-    """How the target's times and ties read; the defaults are the contract's (exact times, ties by post id)."""
+    """How the target's times and ties read; the defaults are the contract's (exact times, ties by post id).
+    And what its design, as stated (:data:`peakproof.cases.feed.case.DESIGN`), makes a read show: the defaults
+    are the seed's (a write takes effect when it answers, a follow brings all the followee's posts in, a reader's
+    own posts are not in their home timeline)."""
 
     time_precision: float = 0.0  # s: the times sent are cut to this step (0: exact as sent)
     ties: str = "post_id"  # the order of posts of one instant: "post_id" (descending, as strings) or "any"
+    unfollow_lag: float = 0.0  # s after an unfollow answers that its author may still show (a worker applies it)
+    delete_lag: float = 0.0  # s after a delete answers that its post may still show
+    fanout_lag: float = 0.0  # s after a publish answers that its followers' timelines may still lack it
+    follow_brings: "str | int" = "all"  # a follow brings the followee's earlier posts: "all", "nothing" or the last N
+    own_posts: bool = False  # a reader's own posts are in their home timeline
 
     # flag, field, kind, help
     OPTIONS = (
@@ -43,11 +51,22 @@ class OrderRules:
                              f"milliseconds); got {p!r}")
         if self.ties not in TIES:
             raise ValueError(f"--ties must be one of {', '.join(TIES)}; got {self.ties!r}")
+        for flag, lag in (("--unfollow-lag", self.unfollow_lag), ("--delete-lag", self.delete_lag),
+                          ("--fanout-lag", self.fanout_lag)):
+            if not isinstance(lag, (int, float)) or isinstance(lag, bool) or not 0 <= lag <= 3600:
+                raise ValueError(f"{flag} must be a number of seconds from 0 to 3600; got {lag!r}")
+        b = self.follow_brings
+        if not (b in ("all", "nothing") or (isinstance(b, int) and not isinstance(b, bool) and b >= 0)):
+            raise ValueError(f"--follow-brings must be all, nothing or a number of posts (the last N); got {b!r}")
 
     @classmethod
     def from_options(cls, get: Any) -> "OrderRules":
         """From parsed options: ``get(field)`` returns the value or None (then the default stands)."""
         return cls(**{name: kind(get(name)) for _, name, kind, _ in cls.OPTIONS if get(name) is not None})
+
+    def lag(self, f: str) -> float:
+        """How long after a write of kind ``f`` answers that a read may still not show it (0: at once)."""
+        return {"unfollow": self.unfollow_lag, "delete": self.delete_lag, "publish": self.fanout_lag}.get(f, 0.0)
 
     @property
     def ties_known(self) -> bool:
@@ -60,10 +79,18 @@ class OrderRules:
         return round(float(t) / p) * p if p else float(t)
 
     def describe(self) -> dict[str, Any]:
-        return {"time precision (s)": self.time_precision or "exact as sent",
-                "order of posts of one instant" + (" or one step" if self.time_precision else ""):
-                    "by post id, descending (ids as strings)" if self.ties == "post_id" and not self.time_precision
-                    else "any (the service's own order)"}
+        out = {"time precision (s)": self.time_precision or "exact as sent",
+               "order of posts of one instant" + (" or one step" if self.time_precision else ""):
+                   "by post id, descending (ids as strings)" if self.ties == "post_id" and not self.time_precision
+                   else "any (the service's own order)"}
+        if self != OrderRules(self.time_precision, self.ties):  # a design stated: what a read is held to then
+            out.update({"an unfollow takes effect (s after it answers)": self.unfollow_lag or "at once",
+                        "a delete takes effect (s after it answers)": self.delete_lag or "at once",
+                        "a post reaches its followers' timelines (s after it answers)": self.fanout_lag or "at once",
+                        "a follow brings the followee's earlier posts": self.follow_brings if isinstance(
+                            self.follow_brings, str) else f"the last {self.follow_brings}",
+                        "a reader's own posts in their timeline": "shown" if self.own_posts else "not shown"})
+        return out
 
 
 CONTRACT = OrderRules()
