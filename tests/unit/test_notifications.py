@@ -252,3 +252,26 @@ def test_an_urgent_notification_that_ended_on_another_than_its_preferred_channel
     moved = _urgent_then_reminders(urgent_called_at=1.32, reminders_called_at=1.02, reminder_channel="email",
                                    urgent_channel="email")
     assert moved.chances == 0 and moved.valid == "unknown", moved.summary()
+
+
+def test_without_an_idempotency_key_one_delivery_is_owed_per_request_the_client_made() -> None:
+    """--no-idempotency-key (a design statement): a notify the client replays is a notification of its own, so a
+    second delivery for a second request is the design; a second delivery for one request is still a duplicate."""
+    from peakproof.history import HandHistory
+
+    def judged(requests: int, deliveries: int, stated: bool) -> Any:
+        from peakproof.cases.notifications.delivery import one_delivery_per_event
+
+        h = HandHistory()
+        h.at(0.0).ok("put_recipient", {"recipient_id": "r", "channels": ["sms"], "addresses": {"phone": "+90"}})
+        for i in range(requests):
+            h.at(0.1 * i).ok("notify", {"event_id": "e", "recipient_id": "r", "priority": "urgent"},
+                             {"notification_id": f"n{i}"})
+        calls = [{"channel": "sms", "event_id": "e", "recipient_id": "r", "at": 1.0 + k, "outcome": "ok",
+                  "latency": 0.01, "idempotency_key": f"e/r/{k}", "message": {}} for k in range(deliveries)]
+        return one_delivery_per_event(NotificationsAnalysis(h.history, calls, no_idempotency_key=stated))
+
+    assert judged(2, 2, stated=False).valid is False  # the seed: once per (event, recipient), whatever was sent
+    assert judged(2, 2, stated=True).valid is True  # two requests, two notifications
+    broken = judged(1, 2, stated=True)
+    assert broken.valid is False and "2 times for 1 request(s) the client made" in broken.first_violation

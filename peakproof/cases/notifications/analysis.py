@@ -42,6 +42,9 @@ class DeliveryRules:
     # a suppression list: an address a provider answered permanent (422) is dead on that channel for
     # every later notification (this run's or an earlier one's), which moves on to the next channel
     suppression_list: bool = False
+    # a design statement (case.DESIGN): the API has no idempotency key, so each notify the client sends is a
+    # notification of its own; the seed's one delivery per (event, recipient) reads one per request the client made
+    no_idempotency_key: bool = False
 
     # flag, field, type, help (the defaults are the fields')
     OPTIONS = (
@@ -95,7 +98,9 @@ class DeliveryRules:
                 "suppression list": "yes: an address answered permanent stays dead on its channel for later "
                                     "notifications" if self.suppression_list
                                     else "not stated: every notification calls a recipient's preferred channel "
-                                         "(--suppression-list if yours keeps dead addresses)"}
+                                         "(--suppression-list if yours keeps dead addresses)",
+                "one delivery": "per request the client made (--no-idempotency-key: each notify is a notification "
+                                "of its own)" if self.no_idempotency_key else "per (event, recipient)"}
 
 
 # In process, in virtual time: the driver tells the core every outcome at once, a lost answer is
@@ -108,7 +113,7 @@ class NotificationsAnalysis:
                  breaker_window: int = 200, breaker_min_failures: int = 24,
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
                  answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0,
-                 suppression_list: bool = False) -> None:
+                 suppression_list: bool = False, no_idempotency_key: bool = False) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -212,6 +217,7 @@ class NotificationsAnalysis:
             self._transient_cum[ch].append(self._transient_cum[ch][-1] + failed)
         # under a suppression list: when the target heard each (channel, address) answer permanent first
         self.suppression_list = suppression_list
+        self.no_idempotency_key = no_idempotency_key
         self._dead_from: dict[tuple[str, str], float] = {}
         for c in every:
             if c["outcome"] == "permanent" and not lost(c) and c.get("to"):

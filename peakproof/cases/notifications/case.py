@@ -42,7 +42,16 @@ def resolve(spec: RunSpec) -> RunSpec:
 
 
 def rules_of(spec: RunSpec, driver: type | None = None) -> DeliveryRules:
-    return DeliveryRules.from_options(spec.opt)
+    """The delivery rules as stated (the seed's where not), with the design statements that change a check's
+    judgement (no idempotency key: one delivery per request the client made) from the options or the driver."""
+    from dataclasses import fields, replace
+
+    from peakproof.design import stated_design
+
+    rules = DeliveryRules.from_options(spec.opt)
+    judged = {f.name for f in fields(DeliveryRules)}
+    stated = stated_design(DESIGN, {s.name: spec.opt(s.name) for s in DESIGN}, driver).stated
+    return replace(rules, **{k: v for k, v in stated.items() if k in judged})
 
 
 def served_options(spec: RunSpec) -> dict[str, object]:
@@ -97,6 +106,9 @@ DESIGN = (
               ("urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog"),
               "both judge urgent notifications going ahead of reminders; in one queue nothing goes ahead "
               "(the urgent mean latency is still judged: it is the seed's promise to the user)"),
+    Statement("no_idempotency_key", "has no idempotency key: each notify its client sends is a notification of "
+                                    "its own (a replayed one is sent again)", (), "",
+              ("one_delivery_per_event",)),
 )
 
 

@@ -15,19 +15,28 @@ from .analysis import NOTIFICATIONS, STATUS_RANK, NotificationsAnalysis
 
 @NOTIFICATIONS.register
 def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
-    """Every (event, recipient) reached the recipient at most once, over all channels."""
-    v = Violations()
-    extra = 0
-    for key, ds in a.delivered.items():
-        if len(ds) > 1:
-            extra += len(ds) - 1
-            v.add(f"event {key[0]!r} reached recipient {key[1]!r} {len(ds)} times, on "
-                  + ", ".join(d["channel"] for d in ds), *[(d["channel"], d["at"]) for d in ds[:3]])
-    # a chance: a notification the target called more than once for, or accepted more than once
+    """Every (event, recipient) reached the recipient at most once, over all channels. A service stated to have
+    no idempotency key (``--no-idempotency-key``) makes each notify its client sent a notification of its own:
+    then at most once per request the client made (accepted, or whose answer was lost)."""
     notifies: dict[tuple[str, str], int] = defaultdict(int)
     for op in a.ops:
         if op.f == "notify" and op.done:
             notifies[(op.args["event_id"], op.args["recipient_id"])] += 1
+    requests: dict[tuple[str, str], int] = defaultdict(int)
+    if a.no_idempotency_key:
+        for op in a.ops:
+            if op.f == "notify" and op.type in (OK, "info"):
+                requests[(op.args["event_id"], op.args["recipient_id"])] += 1
+    v = Violations()
+    extra = 0
+    for key, ds in a.delivered.items():
+        allowed = max(1, requests[key]) if a.no_idempotency_key else 1
+        if len(ds) > allowed:
+            extra += len(ds) - allowed
+            per = f" for {allowed} request(s) the client made" if a.no_idempotency_key else ""
+            v.add(f"event {key[0]!r} reached recipient {key[1]!r} {len(ds)} times{per}, on "
+                  + ", ".join(d["channel"] for d in ds), *[(d["channel"], d["at"]) for d in ds[:3]])
+    # a chance: a notification the target called more than once for, or accepted more than once
     chances = sum(1 for k in set(a.calls_by_key) | set(notifies)
                   if len(a.calls_by_key.get(k, ())) > 1 or notifies.get(k, 0) > 1)
     return v.result("one_delivery_per_event", {"duplicate_deliveries": extra, "delivered": len(a.delivered)},
