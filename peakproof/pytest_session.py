@@ -98,8 +98,20 @@ class PropertiesSession:
     histories: list[Any] = field(default_factory=list, repr=False)
     kept_before_call: int = 0
     headed: bool = False  # the session's header named the target and the profile
+    pytest_session: Any = field(default=None, repr=False)  # pytest's Session (its shouldstop ends the run)
 
     # -- pytest's hooks ---------------------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.pytest_session = session
+
+    def speaks_another_api(self, message: str) -> None:
+        """The target answered a call of the contract "no such route": it speaks another API. Nothing after can
+        judge it (each property would fail to set up, the contract would list 404s): the session ends after
+        this test, INCONCLUSIVE, as it did when every properties session stopped at its first failure."""
+        self.off_contract.append(message)
+        if self.pytest_session is not None:
+            self.pytest_session.shouldstop = f"the target speaks another API: {message}"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" and report.nodeid in self.paces:
