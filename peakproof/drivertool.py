@@ -100,19 +100,33 @@ def run_check(run: Run, write: Callable[[str], None] = print) -> int:
                                              else "; nothing is left undecided without it")))
     write("")
     bad = 0
+    unkept = 0  # steps that answered as the contract allows but showed a promise the service does not keep
     try:
         for step in ck.steps(d, spec, offered=lambda name: offers(d, case.capability(name), spec)):
             step.problems += recorded_right(step.op, ck.ARGS, ck.VALUES)
             for line in step.lines():
                 write(line)
-            bad += not (step.holds and not step.problems)
+            if not (step.holds and not step.problems):
+                bad += 1
+                answered = step.op is not None and step.op.type == OK and not step.problems
+                if step.promise and answered:
+                    unkept += 1
+                    hint = design.hint(step.promise)
+                    write(f"         your service does not keep {step.promise} here: "
+                          + (f"{hint}" if hint else "this is a finding (no design statement explains it)"))
     except Exception as e:  # the driver raised: say where, never a traceback alone
         write(f"  [NO ] the driver raised {type(e).__name__}: {e}")
         write("         a driver must return a completed op for every answer (let _call classify it)")
         bad += 1
     write("")
+    if bad and bad == unkept:  # the driver reads every answer right: what it showed is the service's design or a bug
+        write(f"  every call answered as the harness needs; {unkept} showed a promise your service does not keep: "
+              f"state its design (above), or a run will FAIL on it as a finding")
+        return 0
+    fix = "fix those before a real run" + (f" ({unkept} of them a promise your service does not keep: state its "
+                                           f"design, or it is a finding)" if unkept else "")
     write(f"  {'every call answered as the harness needs' if not bad else f'{bad} call(s) did not'}: "
-          f"{'ready for peakproof run' if not bad else 'fix those before a real run'}"
+          f"{'ready for peakproof run' if not bad else fix}"
           + (" (a capability not offered leaves its checks undecided: the run says which)" if not bad else ""))
     return 0 if not bad else 1
 

@@ -63,6 +63,9 @@ class Step:
     holds: bool = True
     detail: str = ""
     problems: list[str] = field(default_factory=list)
+    # the check this step's expectation is a promise of (a read after an unfollow: unfollowed_authors_never_shown):
+    # a product that does not keep it by design states it (peakproof.design), or what it showed is a finding
+    promise: str = ""
 
     def lines(self) -> list[str]:
         mark = "ok " if self.holds and not self.problems else "NO "
