@@ -200,6 +200,83 @@ def feed_ignores_unfollows() -> None:
     FeedCore.unfollow = lambda self, user, followee: None  # type: ignore[method-assign]
 
 
+def feed_its_own_design() -> None:
+    """A design, not a bug (a Mastodon-like home timeline, pure fan-out on write): an unfollow answers at once
+    and a worker applies it 0.4 s later, taking the author's posts out of the timeline; a follow brings none of
+    the followee's earlier posts in; the reader's own posts are in their home timeline. Stated: --unfollow-lag
+    0.5 --follow-brings nothing --own-posts."""
+    import threading
+
+    from peakproof.targets.feed.core import FeedCore
+
+    unfollow, follow_many, read_view = FeedCore.unfollow, FeedCore.follow_many, FeedCore.read_view
+
+    follows: dict[tuple[str, str], int] = {}  # each pair's follows so far: a worker applies writes in order
+
+    def lagging_unfollow(self: FeedCore, user: str, followee: str) -> None:
+        unfollow(self, user, user)  # its arguments checked now (a self-unfollow changes nothing), applied later
+        seen = follows.get((user, followee), 0)
+
+        def apply() -> None:
+            with self._mutex:
+                if follows.get((user, followee), 0) == seen:  # a follow after it was applied after it
+                    unfollow(self, user, followee)
+                    inbox = self.inboxes.get(user, [])  # the author's posts leave the timeline for good
+                    inbox[:] = [k for k in inbox if self.posts[k[1]].author_id != followee]
+
+        timer = threading.Timer(0.4, apply)
+        timer.daemon = True
+        timer.start()
+
+    def no_backfill(self: FeedCore, pairs: list[tuple[str, str]]) -> int:
+        with self._mutex:  # the fan-out consumers write under it too: none writes while it is set aside
+            for pair in pairs:
+                follows[pair] = follows.get(pair, 0) + 1
+            self._write = lambda user, key: None  # type: ignore[method-assign]  # the backfill's only writes
+            try:
+                return follow_many(self, pairs)
+            finally:
+                del self._write
+
+    def with_own_posts(self: FeedCore, user: str, limit: int = 20, cursor: Any = None) -> Any:
+        items, nxt, how = read_view(self, user, limit, cursor)
+        bound = cursor if cursor is not None else (float("inf"), "")
+        with self._mutex:
+            mine = [self.posts[k[1]] for k in reversed(self.by_author.get(user, []))
+                    if k < bound and k[1] not in self.deleted][:limit]
+        merged = sorted({p.post_id: p for p in [*items, *mine]}.values(), key=lambda p: p.key, reverse=True)[:limit]
+        return merged, (merged[-1].key if len(merged) == limit else None), how
+
+    def push_only(self: FeedCore, threshold: int) -> None:  # every post fanned out on write: none merged on read
+        self.threshold = 1 << 62
+
+    FeedCore.set_threshold = push_only  # type: ignore[method-assign]
+    FeedCore.unfollow = lagging_unfollow  # type: ignore[method-assign]
+    FeedCore.follow_many = no_backfill  # type: ignore[method-assign]
+    FeedCore.read_view = with_own_posts  # type: ignore[method-assign]
+
+
+def feed_delete_lost_to_fanout() -> None:
+    """A delete that comes within a second of its post's publish answers 200, and the fan-out worker, running
+    behind, writes the post back over the deletion: it stays readable in its followers' timelines."""
+    import threading
+
+    from peakproof.targets.feed.core import FeedCore
+
+    delete = FeedCore.delete
+
+    def lost(self: FeedCore, post_id: str) -> Any:
+        post = delete(self, post_id)
+        age = self.clock() - post.created_at
+        if age < 1.0:  # the worker had not reached it yet: it writes the post back when it does
+            timer = threading.Timer(max(0.0, 0.3 - age), lambda: self.deleted.discard(post_id))
+            timer.daemon = True
+            timer.start()
+        return post
+
+    FeedCore.delete = lost  # type: ignore[method-assign]
+
+
 def feed_skips_a_post_at_each_page_boundary() -> None:
     """The page after a cursor leaves out its first post (an off-by-one in the cursor)."""
     from peakproof.targets.feed.core import FeedCore
@@ -632,6 +709,8 @@ MUTANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "tickets-unfenced-lease": ("tickets", tickets_unfenced_lease),
     "tickets-lock-without-lease": ("tickets", tickets_lock_without_lease),
     "feed-ignores-unfollows": ("feed", feed_ignores_unfollows),
+    "feed-its-own-design": ("feed", feed_its_own_design),  # a design (peakproof.design), not a bug
+    "feed-delete-lost-to-fanout": ("feed", feed_delete_lost_to_fanout),
     "feed-skips-a-post-at-each-page-boundary": ("feed", feed_skips_a_post_at_each_page_boundary),
     "feed-fanout-stalls": ("feed", feed_fanout_stalls),
     "notifications-new-key-per-call": ("notifications", notifications_new_key_per_call),

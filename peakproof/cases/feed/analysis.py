@@ -220,6 +220,8 @@ class FeedAnalysis:
     def unfollowed_before(self, op: Op, author: str) -> bool:
         """The last follow/unfollow of ``author`` by this read's user that may have taken effect is an
         unfollow that certainly returned before the read."""
+        if self.rules.own_posts and author == op.args["user_id"]:
+            return False  # stated: a reader's own posts are in their timeline, whatever they "unfollowed"
         last = None
         lag = self.rules.unfollow_lag
         for invoke_seq, f, certain, complete_seq, done in self._pair_events.get((op.args["user_id"], author), ()):
