@@ -65,6 +65,7 @@ class FeedMachine(RuleBasedStateMachine):
         self.pages: dict[str, Any] = {}
         self.over_http = not self.target.in_process
         self.rules = self.target.rules or OrderRules()  # the target's stated order and design
+        self.deleted_at_once = False  # an_author_deletes_a_post_right_after_publishing_it: once an example
         if self.over_http:
             self.d = self.target.new_driver()
             if self.target.offers(self.d, "faults"):
@@ -140,7 +141,9 @@ class FeedMachine(RuleBasedStateMachine):
         op = self.d.read(self.names[reader], 2, cursor)
         self.pages[reader] = (op.value.get("next_cursor") if op.type == "ok" else None), 2
 
-    @precondition(lambda self: self.over_http)
+    # once an example: its half-second wait, drawn at every step it could be, took the feed's URL properties in the
+    # README's suite from under 45 s to 129 s
+    @precondition(lambda self: self.over_http and not self.deleted_at_once)
     @rule(reader=st.sampled_from(USERS), author=st.sampled_from(USERS))
     def an_author_deletes_a_post_right_after_publishing_it(self, reader: str, author: str) -> None:
         """A post deleted at once, while its fan-out may still be on its way: a follower who looks once the
@@ -149,6 +152,7 @@ class FeedMachine(RuleBasedStateMachine):
         by hand; the properties never sent the delete that soon)."""
         if reader == author:
             return
+        self.deleted_at_once = True
         self.d.follow(self.names[reader], self.names[author])
         pid = self.publish_one(author, f"a post {author} deletes at once")
         self.d.delete(pid)
