@@ -275,3 +275,30 @@ def test_without_an_idempotency_key_one_delivery_is_owed_per_request_the_client_
     assert judged(2, 2, stated=True).valid is True  # two requests, two notifications
     broken = judged(1, 2, stated=True)
     assert broken.valid is False and "2 times for 1 request(s) the client made" in broken.first_violation
+
+
+def test_without_a_cascade_a_dead_address_on_the_one_channel_is_undeliverable_by_design_not_a_missed_delivery() -> None:
+    """--cascade none (a design statement): a notification goes to one channel; when that address is dead the
+    service cannot rescue it, so it leaves the delivery ratio (said in its counts) and puts the budget and "never
+    the same dead channel again" to the test, where the seed's cascade would have tried every channel first."""
+    from peakproof.cases.notifications.delivery import delivery_ratio_at_least
+    from peakproof.cases.notifications.delivery import dead_address_met_every_channel
+    from peakproof.history import HandHistory
+
+    h = HandHistory()
+    h.at(0.0).ok("put_recipient", {"recipient_id": "r", "channels": ["sms"], "addresses": {"phone": "+90"}})
+    calls = []
+    for i in range(10):
+        h.at(0.1 * i).ok("notify", {"event_id": f"e{i}", "recipient_id": "r", "priority": "urgent"},
+                         {"notification_id": f"n{i}"})
+        calls.append({"channel": "sms", "event_id": f"e{i}", "recipient_id": "r", "at": 1.0 + i,
+                      "outcome": "permanent" if i == 0 else "ok", "latency": 0.01, "idempotency_key": f"e{i}/r",
+                      "message": {}})
+    seed = NotificationsAnalysis(h.history, calls)
+    stated = NotificationsAnalysis(h.history, calls, cascade="none")
+    assert delivery_ratio_at_least(seed).valid is False  # 9 of 10: the seed's cascade would have tried email
+    held = delivery_ratio_at_least(stated)
+    assert held.valid is True and held.counts["undeliverable_by_design"] == 1 and held.chances == 9
+    assert dead_address_met_every_channel(seed) == 0 and dead_address_met_every_channel(stated) == 1
+    calls[1]["outcome"] = "transient"  # a channel that failed for a while is not a dead address: still a miss
+    assert delivery_ratio_at_least(NotificationsAnalysis(h.history, calls, cascade="none")).valid is False

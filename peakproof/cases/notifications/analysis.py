@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from peakproof.checks import CheckRegistry
 from peakproof.history import OK, History, Op
 
+CASCADES = ("after-any", "after-permanent", "none")  # the --cascade statement
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}  # a recipient's address on each channel
 
@@ -45,6 +46,10 @@ class DeliveryRules:
     # a design statement (case.DESIGN): the API has no idempotency key, so each notify the client sends is a
     # notification of its own; the seed's one delivery per (event, recipient) reads one per request the client made
     no_idempotency_key: bool = False
+    # a design statement (case.DESIGN): when a notification moves on to another channel. "after-any" (the seed's:
+    # after any failure), "after-permanent" (a transient failure is retried on the same channel), "none" (one
+    # channel per notification: its first; a dead address there is undeliverable by design)
+    cascade: str = "after-any"
 
     # flag, field, type, help (the defaults are the fields')
     OPTIONS = (
@@ -75,6 +80,8 @@ class DeliveryRules:
             if not isinstance(v, (int, float)) or not floor_ok or (kind is int and int(v) != v):
                 raise ValueError(f"{flag} must be a positive {'whole number' if kind is int else 'number'}; "
                                  f"got {v!r}")
+        if self.cascade not in CASCADES:
+            raise ValueError(f"--cascade must be one of {', '.join(CASCADES)}; got {self.cascade!r}")
         if self.breaker_min_failures > self.breaker_window:
             raise ValueError(f"--breaker-failures ({self.breaker_min_failures}) cannot exceed --breaker-window "
                              f"({self.breaker_window}): the breaker could never open")
@@ -99,6 +106,9 @@ class DeliveryRules:
                                     "notifications" if self.suppression_list
                                     else "not stated: every notification calls a recipient's preferred channel "
                                          "(--suppression-list if yours keeps dead addresses)",
+                "cascade": {"after-any": "to the next channel after any failure (the seed's)",
+                            "after-permanent": "to the next channel after a permanent failure only",
+                            "none": "none: one channel per notification"}[self.cascade],
                 "one delivery": "per request the client made (--no-idempotency-key: each notify is a notification "
                                 "of its own)" if self.no_idempotency_key else "per (event, recipient)"}
 
@@ -113,7 +123,8 @@ class NotificationsAnalysis:
                  breaker_window: int = 200, breaker_min_failures: int = 24,
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
                  answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0,
-                 suppression_list: bool = False, no_idempotency_key: bool = False) -> None:
+                 suppression_list: bool = False, no_idempotency_key: bool = False,
+                 cascade: str = "after-any") -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -218,6 +229,7 @@ class NotificationsAnalysis:
         # under a suppression list: when the target heard each (channel, address) answer permanent first
         self.suppression_list = suppression_list
         self.no_idempotency_key = no_idempotency_key
+        self.cascade = cascade
         self._dead_from: dict[tuple[str, str], float] = {}
         for c in every:
             if c["outcome"] == "permanent" and not lost(c) and c.get("to"):

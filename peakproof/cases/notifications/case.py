@@ -11,6 +11,7 @@ from peakproof.design import Statement, design_options
 from peakproof.case import Case
 from peakproof.options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
 from peakproof.spec import RunSpec
+from .analysis import CASCADES
 from .checks import DeliveryRules
 
 # The case's name: its scenarios and fixtures are named from it (a copy of this folder renames it here).
@@ -106,6 +107,11 @@ DESIGN = (
               ("urgent_overtakes_reminder_backlog", "urgent_first_outside_a_backlog"),
               "both judge urgent notifications going ahead of reminders; in one queue nothing goes ahead "
               "(the urgent mean latency is still judged: it is the seed's promise to the user)"),
+    Statement("cascade", "cascades a notification to another channel: {value} (after-any: after any failure, the "
+                         "seed's; after-permanent: only after a dead address; none: one channel per notification)",
+              (), "", ("delivery_ratio_at_least", "preference_respected", "breaker_opens_when_due",
+                       "attempt_budget_respected", "no_retry_after_permanent_on_same_channel"),
+              choices=CASCADES, metavar="after-any|after-permanent|none"),
     Statement("no_idempotency_key", "has no idempotency key: each notify its client sends is a notification of "
                                     "its own (a replayed one is sent again)", (), "",
               ("one_delivery_per_event",)),

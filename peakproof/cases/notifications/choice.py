@@ -103,7 +103,7 @@ def maybe_blocking(a: NotificationsAnalysis, channel: str, at: float) -> bool:
 def forced(a: NotificationsAnalysis, c: dict[str, Any]) -> bool:
     """Was call ``c`` made whatever its channel's breaker said (see the module's doc)? A call of a
     recipient the run did not register (an earlier run's) counts as chosen."""
-    if id(c) in a.retries:
+    if id(c) in a.retries or a.cascade == "none":  # no cascade: its one channel, whatever the breakers said
         return True
     r = a.recipients.get(c.get("recipient_id", ""))
     if r is None:

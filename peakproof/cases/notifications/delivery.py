@@ -45,17 +45,39 @@ def one_delivery_per_event(a: NotificationsAnalysis) -> CheckResult:
 
 @NOTIFICATIONS.register
 def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -> CheckResult:
-    """Share of accepted notifications that some provider delivered (the providers' record)."""
-    n = len(a.accepted)
+    """Share of accepted notifications that some provider delivered (the providers' record). A service stated to
+    have no cascade (``--cascade none``) cannot rescue a notification whose one channel answered permanent (a dead
+    address): such a notification is undeliverable by design and out of the ratio, said in its counts."""
+    dead = set()
+    if a.cascade == "none":
+        dead = {k for k in a.accepted if not a.delivered.get(k)
+                and any(c["outcome"] == "permanent" and not a.unheard(c) for c in a.calls_by_key.get(k, ()))}
+    n = len(a.accepted) - len(dead)
     delivered = sum(1 for k in a.accepted if a.delivered.get(k))
     ratio = delivered / n if n else 1.0
     ok = ratio >= threshold
-    return CheckResult("delivery_ratio_at_least", ok if n else "unknown", {"accepted": n, "delivered": delivered},
+    counts = {"accepted": len(a.accepted), "delivered": delivered}
+    if a.cascade == "none":
+        counts["undeliverable_by_design"] = len(dead)  # dead on their one channel: no cascade, as stated
+    return CheckResult("delivery_ratio_at_least", ok if n else "unknown", counts,
                        None if ok else f"Actual {ratio:.4f} / Limit {threshold:.2f}: {n - delivered:,} of {n:,} "
-                                       f"accepted notifications never reached their recipient",
+                                       f"accepted notifications never reached their recipient"
+                                       + (f" ({len(dead):,} more, dead on their one channel, left out: "
+                                          f"--cascade none)" if dead else ""),
                        note=None if n else "no notification was accepted", chances=n,
                        chance_kind="accepted notifications", actual=Measure(round(ratio, 4), "share"),
                        limit=Measure(threshold, "share", ">="))
+
+
+def dead_address_met_every_channel(a: NotificationsAnalysis) -> int:
+    """Undelivered notifications that met a dead address and were called until the budget or the
+    channels ran out: the budget and "never the same dead channel again" were put to the test."""
+    reach = 1 if a.cascade == "none" else 3  # the channels a notification may go to: one without a cascade
+    return sum(1 for cs in a.calls_by_key.values()
+               if any(c["outcome"] == "permanent" and not a.unheard(c) for c in cs)
+               and not any(c["outcome"] in ("ok", "ack_lost") for c in cs)
+               and (len(cs) >= a.budget or len({c["channel"] for c in cs}) >= reach))
+
 
 
 @NOTIFICATIONS.register

@@ -39,6 +39,7 @@ from peakproof.run import Run
 
 from .analysis import NotificationsAnalysis
 from .case import CASE
+from .delivery import dead_address_met_every_channel
 from .driver import Providers, provider_record
 from .report import judge_notifications
 from .workload import addressed_for_run, peak_minute
@@ -68,15 +69,6 @@ def set_up_recipients(scenario: Scenario, d: Any, run_id: str, people: list[Any]
     except SetupFailed:
         scenario.need(d, "setup", next(op for op in d.history.ops if op.f == "put_recipient" and op.type == FAIL))
         raise
-
-
-def dead_address_met_every_channel(a: NotificationsAnalysis) -> int:
-    """Undelivered notifications that met a dead address and were called until the budget or the
-    channels ran out: the budget and "never the same dead channel again" were put to the test."""
-    return sum(1 for cs in a.calls_by_key.values()
-               if any(c["outcome"] == "permanent" and not a.unheard(c) for c in cs)
-               and not any(c["outcome"] in ("ok", "ack_lost") for c in cs)
-               and (len(cs) >= a.budget or len({c["channel"] for c in cs}) >= 3))
 
 
 def lost_answer_met_a_retry(a: NotificationsAnalysis) -> int:
