@@ -237,28 +237,75 @@ def test_locust_with_the_installed_locustfile_passes(shop: str, reports: str) ->
     assert "[ok] offered_load_matches_curve" in text and "release lag" in text, text[-5000:]
 
 
+# -- the shop of its own design: holds that never lapse --------------------------------------------------------
+
+NEVER_LAPSE = ["--holds-never-lapse"]  # the launcher's variant, and the statement a team makes of it to peakproof
+
+
+@pytest.fixture(scope="module")
+def never_lapse_shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with stack(tmp_path_factory.mktemp("tickets-stack-holds-never-lapse"), *NEVER_LAPSE) as url:
+        yield url
+
+
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
+def test_a_shop_whose_holds_never_lapse_passes_properties_and_load_with_its_design_stated(never_lapse_shop: str,
+                                                                                       reports: str) -> None:
+    """Its holds last until paid or cancelled (``expires_at`` ten years on, no expiry job): stated, the one check
+    it makes meaningless is left out by name, every other is judged and holds, and no wait is planned for a lapse
+    (the load's would-be late payers cancel instead: its units come back the one way this shop returns them)."""
+    out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", never_lapse_shop, *ADMIN, *NEVER_LAPSE,
+                    "--scale", "0.01", "--calibrated-rate", "1000", "--hold-window", "0.3", "--report-dir", reports)
+    verdict = verdict_of(out)
+    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
+    assert out.returncode == 0 and "peakproof verdict for tickets: PASS" in verdict, verdict
+    assert "stated: --holds-never-lapse" in verdict and "not checked: expired_hold_is_never_sold" in verdict, verdict
+    assert "[ok] properties (Hypothesis)" in verdict and "[ok] load scenario tickets-opening" in verdict, verdict
+    assert "[waived] expired_hold_is_never_sold" in verdict, verdict
+    for check in ("no_oversell", "no_valid_rejection", "units_return_exactly_once", "hold_honoured_until_it_expires"):
+        assert f"[ok] {check}: Actual 0 violations" in verdict, (check, verdict)
+    assert "past --max-wait" not in out.stdout, verdict  # stated, no property plans a wait for a lapse
+
+
 # -- the defect --------------------------------------------------------------------------------------------
 
 # not alone: an oversell is a violation whatever the machine (a neighbour's CPU only widens the race), and a FAIL
 # is never undecided for it; beside the suite it spares the alone tests' serial minutes. Early: at 140 to 160 s
 # it is the tier's longest by far, and begun last among the busy tests it ended the tier alone (tests/conftest.py)
 @pytest.mark.early
-def test_the_check_then_act_defect_fails_no_oversell_with_a_witness_that_fails_again_on_its_own(
+def test_the_check_then_act_defect_in_a_shop_of_its_own_design_fails_no_oversell_in_both_stages_with_a_witness(
         tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
     """Stock read without a lock and ``held = held + n`` later: buyers who read the last tickets at once all
-    get them. The properties' burst at a sell-out, the opening's sell-out and every release of lapsed holds
-    after it are where they meet; ``peakproof run --scale auto`` (both stages) must FAIL naming no_oversell,
-    with a witness shrunk to at most 10 operations that fails again in at least half of its 10 tries; its
-    script, run alone against a fresh shop, FAILs again within 10 s."""
-    with stack(tmp_path_factory.mktemp("tickets-stack-check-then-act"), "--defect", "check-then-act") as url:
-        out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *RULES, *DEFECT_LOAD,
+    get them. In the shop whose holds never lapse, that design left unstated beside the bug: ``peakproof run
+    --scale auto`` must FAIL naming no_oversell in the properties (their burst at a sell-out) and in the load
+    (its opening's sell-out), and every other check it did not pass names the statement that explains it. The
+    witness is shrunk to at most 10 operations and fails again in at least half of its 10 tries; its script,
+    run alone against a fresh shop, FAILs again."""
+    flags = ("--defect", "check-then-act", *NEVER_LAPSE)
+    with stack(tmp_path_factory.mktemp("tickets-stack-check-then-act"), *flags) as url:
+        out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *DEFECT_LOAD,
                         "--report-dir", reports)
-    verdict = verdict_of(out)
+        verdict = verdict_of(out)
+        if "[FAIL] no_oversell" not in verdict:  # a race: the load's opening met it 6 runs of 7 (its sell-out's
+            # buyers clustered). A second load, alone, is the same opening drawn again; a PASS there is no excuse
+            again = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *DEFECT_LOAD,
+                              "--skip-properties", "--report-dir", reports)
+            print("the first load missed the race; the second: " + next(
+                (line.strip() for line in verdict_of(again).splitlines() if "no_oversell" in line), "no line"))
+            verdict += "\n" + verdict_of(again)
     assert out.returncode == 1, verdict
     assert "peakproof verdict for tickets: FAIL" in verdict, verdict
     # the properties' stage says "no_oversell: FAIL (...)", the load's "[FAIL] no_oversell: Actual ..."
-    assert "no_oversell: FAIL" in verdict or "[FAIL] no_oversell" in verdict, verdict
+    assert "no_oversell: FAIL" in verdict and "[FAIL] no_oversell" in verdict, verdict
     assert "oversold by" in verdict, verdict
+    # the design differences beside it: a check left undecided or failed for them says what to state
+    bugs = ("no_oversell", "stock_is_conserved", "no_valid_rejection", "units_return_exactly_once")  # the bug's
+    others = [line for line in verdict.splitlines() if re.match(r"\s*\[(FAIL|\?\?)\] (\w+)", line)
+              and not any(f"] {b}" in line for b in bugs) and "load scenario" not in line and "properties" not in line]
+    for line in others:
+        at = verdict.splitlines().index(line)
+        assert "state --holds-never-lapse" in " ".join(verdict.splitlines()[at:at + 3]), (line, verdict)
     found = re.findall(r"witness of no_oversell on quota '[^']+': (\d+) operations \((\w+); ([\d,]+) in the window "
                        r"as found; .*?\); reproduced (\d+) of (\d+) tries", out.stdout)
     assert found, verdict
@@ -269,7 +316,7 @@ def test_the_check_then_act_defect_fails_no_oversell_with_a_witness_that_fails_a
                 if int(size) <= 10 and int(tries) == 10 and int(again) >= 5)
     script = [line.split("replay: ")[1].strip() for line in out.stdout.splitlines()
               if "replay: " in line and "no_oversell.replay.py" in line][best]
-    with stack(tmp_path_factory.mktemp("tickets-stack-fresh"), "--defect", "check-then-act") as fresh:
+    with stack(tmp_path_factory.mktemp("tickets-stack-fresh"), *flags) as fresh:
         started = time.monotonic()
         again_alone = subprocess.run([sys.executable, script, fresh], capture_output=True, text=True, timeout=120,
                                      cwd=tmp_path_factory.mktemp("elsewhere"))

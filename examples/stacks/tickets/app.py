@@ -14,7 +14,8 @@
 Errors: ``{"error": {"code": "SOLD_OUT", "message": "..."}}`` with 400 / 401 / 404 / 405 / 409 / 422.
 
 The environment: ``TICKETS_DSN`` (the database), ``TICKETS_ADMIN_KEY``, ``TICKETS_DEFECT``
-(``check-then-act``: the overselling variant, see :func:`_hold_checked_on_stale_stock`).
+(``check-then-act``: the overselling variant, see :func:`_hold_checked_on_stale_stock`),
+``TICKETS_HOLDS_NEVER_LAPSE`` (``1``: the variant of its own design whose holds last until paid or cancelled).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ MAX_TEXT = 200
 SHOP_ZONE = timezone(timedelta(hours=-5), "EST")  # the shop's head office; every time it answers is at -05:00
 STATES = {"held": "on_hold", "sold": "purchased", "expired": "lapsed", "cancelled": "cancelled"}
 DEFECTS = ("check-then-act",)
+NEVER = 10 * 365 * 86400.0  # s: a hold of the variant whose holds never lapse
 
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
@@ -203,7 +205,7 @@ def _allocate(c: db.psycopg.Connection, read: dict[str, Any], buyer: str, quanti
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
     row = c.execute("""INSERT INTO holds (event_id, buyer, quantity, expires_at)
                        VALUES (%s, %s, %s, clock_timestamp() + %s * interval '1 second') RETURNING *""",
-                    (event["id"], buyer, quantity, event["hold_window_s"])).fetchone()
+                    (event["id"], buyer, quantity, _hold_seconds(event))).fetchone()
     c.execute("UPDATE events SET held = held + %s, updated_at = now() WHERE id = %s", (quantity, event["id"]))
     return _hold({**row, "slug": event["slug"]})
 
@@ -221,8 +223,15 @@ def _hold_checked_on_stale_stock(c: db.psycopg.Connection, event: dict[str, Any]
         raise ApiError(409, "SOLD_OUT", f"only {free} ticket(s) left")
     row = c.execute("""INSERT INTO holds (event_id, buyer, quantity, expires_at)
                        VALUES (%s, %s, %s, clock_timestamp() + %s * interval '1 second') RETURNING *""",
-                    (event["id"], buyer, quantity, event["hold_window_s"])).fetchone()
+                    (event["id"], buyer, quantity, _hold_seconds(event))).fetchone()
     return _hold({**row, "slug": event["slug"]})
+
+
+def _hold_seconds(event: dict[str, Any]) -> float:
+    """How long a hold is kept. The variant whose holds never lapse (``--holds-never-lapse``, a design of its own,
+    as real shops keep one: a hold lasts until it is paid or cancelled) answers an ``expires_at`` ten years ahead,
+    and runs no expiry job."""
+    return NEVER if os.environ.get("TICKETS_HOLDS_NEVER_LAPSE") == "1" else event["hold_window_s"]
 
 
 def _hold_id(ref: str) -> int:

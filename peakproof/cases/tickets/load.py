@@ -175,7 +175,16 @@ class TicketsOpening(Scenario):
         elif rnd.random() < OTHER_QUANTITY_SHARE:  # the same request id, another quantity: a 422
             ctx.later(0.2, "retry", (i, 3 - qty))
         if op.type == OK and op.value["status"] == "held":
-            if late_wave and self._spread_late_payer(op.value):
+            if not self._lapses_in_the_run(op.value):
+                # a hold that does not lapse within the run (holds that never lapse, a window longer than the run):
+                # no payment is planned for after its lapse (a wait past the run, and --max-wait); its buyer pays
+                # in time or cancels, so its units come back the one way such a product returns them
+                if rnd.random() < CONFIRM_SHARE:
+                    ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "confirm", op.value["reservation_id"])
+                elif late_wave or rnd.random() < LATE_CONFIRM_SHARE or self._late_confirms < MIN_LATE_CONFIRMS:
+                    self._late_confirms += 1
+                    ctx.later(rnd.uniform(0.05, 0.9) * self.hold, "cancel", op.value["reservation_id"])
+            elif late_wave and self._spread_late_payer(op.value):
                 late = _expires_in(op.value, self.hold) + _after_lapse(tolerance_of(d)) + rnd.uniform(0.05, 0.3)
                 ctx.later(late, "confirm", op.value["reservation_id"])
             elif rnd.random() < CONFIRM_SHARE:
@@ -185,6 +194,11 @@ class TicketsOpening(Scenario):
                 self._late_confirms += 1
                 late = _expires_in(op.value, self.hold) + _after_lapse(tolerance_of(d)) + rnd.uniform(0.05, 0.5)
                 ctx.later(late, "confirm", op.value["reservation_id"])
+
+    def _lapses_in_the_run(self, reservation: dict[str, Any]) -> bool:
+        """Whether the hold lapses early enough that a payment after its lapse fits in the run (its bound) and
+        in ``--max-wait``."""
+        return _expires_in(reservation, self.hold) <= min(self.bound_seconds(), self.spec.max_wait)
 
     def _spread_late_payer(self, reservation: dict[str, Any]) -> bool:
         """Whether this late-wave hold is paid late: its lapse is LATE_PAYER_SPACING past the last late
@@ -363,8 +377,8 @@ class TicketsLeaseFaults(TicketsOpening):
             ctx.later(0.2, "retry", (i, qty))  # or without faults (reservation_is_idempotent's chances)
         elif op.type == OK and ctx.random.random() < self.CONFIRM_SHARE:
             ctx.later(ctx.random.uniform(0.05, 0.5) * self.hold, "confirm", op.value["reservation_id"])
-        elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS:  # pays after the hold lapsed
-            self._late_confirms += 1
+        elif op.type == OK and self._late_confirms < MIN_LATE_CONFIRMS and self._lapses_in_the_run(op.value):
+            self._late_confirms += 1  # pays after the hold lapsed
             late = _expires_in(op.value, self.hold) + _after_lapse(tolerance_of(ctx.driver)) + ctx.random.uniform(0.05, 0.5)
             ctx.later(late, "confirm", op.value["reservation_id"])
 
