@@ -79,7 +79,8 @@ class Statement:
             raise UsageError(self.flag, f"one of {', '.join(self.choices)}", value,
                              f"State it as {self.flag} {self.choices[0]}.")
         try:
-            parsed = self.kind(value) if self.kind is not None and isinstance(value, str) else value
+            # text from the command line; a list from a driver's design (channels) is parsed the same way
+            parsed = self.kind(value) if self.kind is not None and isinstance(value, (str, list, tuple)) else value
         except (ValueError, TypeError) as e:
             raise UsageError(self.flag, self.metavar or "a value it takes", value, str(e)) from None
         if self.choices is not None and parsed not in self.choices:
@@ -133,16 +134,25 @@ class StatedDesign:
                             for s in unstated)
         return f"{ways}: the design then explains this check's outcome; otherwise this is a finding"
 
+    def undecided_hint(self, check: str) -> str | None:
+        """For a check left undecided (no chance to fail): the unstated statements that make it meaningless, as
+        what to state (a product whose holds never lapse gives a late payment no lapse to come after)."""
+        unstated = [s for s in self.statements if s.name not in self.stated and check in s.leaves_out]
+        if not unstated:
+            return None
+        return "; or ".join(f"if your service {s.says_with(_example(s))}, state {s.stating(_example(s))}: this "
+                            f"check is then not judged" for s in unstated)
+
     def apply(self, results: Iterable[CheckResult]) -> list[CheckResult]:
         """The results, those the stated design leaves out marked so (``waived``, saying which statement),
-        and each FAIL an unstated statement would explain saying which."""
+        and each FAIL an unstated statement would explain, or undecided one it would leave out, saying which."""
         out = []
         for r in results:
             why = self.reason(r.name)
             if why is not None:
                 out.append(replace(r, valid="waived", note=why + (f" (it found: {r.why()})" if r.why() else "")))
                 continue
-            hint = self.hint(r.name) if r.failed else None
+            hint = self.hint(r.name) if r.failed else self.undecided_hint(r.name) if r.valid == "unknown" else None
             out.append(replace(r, note=f"{r.note}; {hint}" if r.note else hint) if hint else r)
         return out
 

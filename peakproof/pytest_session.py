@@ -339,6 +339,9 @@ class PropertiesSession:
         fed_by = {check: cap.name for case in all_cases().values() for cap in case.capabilities for check in cap.checks}
 
         def waiver(name: str) -> str:  # only a capability's checks can be waived: name the flag, or say none
+            stating = [h for h in (d.undecided_hint(name) for d in self.chances.designs.values()) if h]
+            if stating:  # a design of its own would make the check meaningless: what to state
+                return "; " + "; or ".join(stating)
             if name in fed_by:
                 return f"; if your service has no {fed_by[name]}, --without {fed_by[name]} waives it"
             return "; it is a promise of the design itself: no option waives it"

@@ -29,7 +29,14 @@ def registered(case_name: str) -> list[str]:
 
 
 def value_of(s: Statement) -> object:
-    return True if s.kind is None and s.choices is None else (s.choices[0] if s.choices else s.kind("1"))
+    if s.kind is None and s.choices is None:
+        return True
+    if s.choices:
+        return s.choices[0]
+    try:
+        return s.kind("1")  # a lag, a count
+    except ValueError:
+        return s.kind(s.metavar)  # a list its metavar shows (--channels sms,email)
 
 
 def test_every_statement_names_checks_its_case_has_and_says_why() -> None:
@@ -112,3 +119,19 @@ def test_a_property_s_judgement_leaves_out_what_the_session_s_design_does() -> N
         assert tally.exercised["breaker_opens_when_due"] == 2  # and its chances are not counted: it was not put to the test
     finally:
         del tally.designs["notifications"]
+
+
+@pytest.mark.parametrize("case_name, statement", [(c, s) for c, s in STATEMENTS if s.leaves_out],
+                         ids=[f"{c}-{s.name}" for c, s in STATEMENTS if s.leaves_out])
+def test_unstated_a_check_left_undecided_that_the_statement_would_leave_out_names_it(
+        case_name: str, statement: Statement) -> None:
+    """A product whose holds never lapse gives a late payment no lapse to come after: the check is undecided, not
+    failed, and its reason says what to state; a check the statement does not leave out gets no such hint."""
+    design = stated_design(all_cases()[case_name].design, {})
+    undecided = design.apply([CheckResult(n, "unknown", {}, note="not exercised", chances=0)
+                              for n in {r.name for r in results_of(case_name, valid=True)}])
+    for r in undecided:
+        if r.name in statement.leaves_out:
+            assert r.valid == "unknown" and statement.flag in r.note and "then not judged" in r.note, r
+        elif not any(r.name in s.leaves_out for s in all_cases()[case_name].design):
+            assert r.note == "not exercised", r
