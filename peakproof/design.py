@@ -49,6 +49,7 @@ class Statement:
     choices: tuple[str, ...] | None = None
     leaves_out_when: Callable[[Any], bool] = bool
     metavar: str | None = None
+    example: Any = None  # the value a hint suggests (a choice other than the seed's: --cascade none)
 
     @property
     def flag(self) -> str:
@@ -172,6 +173,8 @@ class StatedDesign:
 
 
 def _example(s: Statement) -> Any:
+    if s.example is not None:
+        return s.example
     if s.kind is None and s.choices is None:
         return True
     if s.choices:

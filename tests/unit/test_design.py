@@ -135,3 +135,10 @@ def test_unstated_a_check_left_undecided_that_the_statement_would_leave_out_name
             assert r.valid == "unknown" and statement.flag in r.note and "then not judged" in r.note, r
         elif not any(r.name in s.leaves_out for s in all_cases()[case_name].design):
             assert r.note == "not exercised", r
+
+
+def test_a_hint_suggests_a_value_that_differs_from_the_seed_s() -> None:
+    """Unstated, a FAIL the cascade would explain suggests --cascade none, never the seed's own after-any."""
+    design = stated_design(all_cases()["notifications"].design, {})
+    hint = design.hint("preference_respected") or ""
+    assert "state --cascade none" in hint and "--cascade after-any" not in hint, hint

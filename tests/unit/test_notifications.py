@@ -302,3 +302,33 @@ def test_without_a_cascade_a_dead_address_on_the_one_channel_is_undeliverable_by
     assert dead_address_met_every_channel(seed) == 0 and dead_address_met_every_channel(stated) == 1
     calls[1]["outcome"] = "transient"  # a channel that failed for a while is not a dead address: still a miss
     assert delivery_ratio_at_least(NotificationsAnalysis(h.history, calls, cascade="none")).valid is False
+
+
+def test_a_service_without_push_meets_a_push_first_recipient_on_their_next_choice_when_its_channels_are_stated() -> None:
+    """--channels sms,email (a design statement): a recipient who prefers push is, to a service without push, an
+    SMS-first recipient; unstated, the same first call is a preference ignored. A channel it has, skipped, is
+    still one."""
+    from peakproof.cases.notifications.breaker import preference_respected
+    from peakproof.cases.notifications.delivery import dead_address_met_every_channel
+    from peakproof.cases.notifications.analysis import service_channels
+    from peakproof.history import HandHistory
+
+    def judged(first: str, channels: tuple[str, ...] | None) -> Any:
+        h = HandHistory()
+        h.at(0.0).ok("put_recipient", {"recipient_id": "r", "channels": ["push", "sms", "email"],
+                                       "addresses": {"push_token": "t", "phone": "+90", "email": "r@x"}})
+        h.at(0.1).ok("notify", {"event_id": "e", "recipient_id": "r", "priority": "urgent"}, {"notification_id": "n"})
+        calls = [{"channel": first, "event_id": "e", "recipient_id": "r", "at": 0.5, "outcome": "ok", "latency": 0.01,
+                  "idempotency_key": "e/r", "message": {}}]
+        kw = {"channels": channels} if channels else {}
+        return NotificationsAnalysis(h.history, calls, **kw)
+
+    no_push = service_channels("email,sms")
+    assert no_push == ("sms", "email")  # in the seed's order, whatever order it was stated in
+    assert preference_respected(judged("sms", None)).valid is False  # the seed's: push first
+    assert preference_respected(judged("sms", no_push)).valid is True
+    assert preference_respected(judged("email", no_push)).valid is False  # sms it has, and skipped
+    assert judged("sms", no_push).recipients["r"]["addresses"] == {"phone": "+90", "email": "r@x"}
+    with pytest.raises(ValueError, match="among push, sms, email"):
+        service_channels("sms,fax")
+    assert dead_address_met_every_channel(judged("sms", no_push)) == 0

@@ -1,7 +1,8 @@
 """Start Beacon's whole stack: PostgreSQL, Redis, two Celery worker pools and gunicorn.
 
     python -m examples.stacks.notifications --provider-url http://127.0.0.1:8001 [--port 8000]
-        [--defect visibility-timeout] [--urgent-workers N] [--workers N] [--folder DIR]
+        [--defect visibility-timeout|replay-sends-twice] [--urgent-workers N] [--workers N] [--folder DIR]
+        [--channels sms,email] [--one-channel] [--no-breaker]
         [--backoff S] [--backoff-after-permanent S] [--answer-timeout S]
         [--breaker-window N] [--breaker-failures N] [--breaker-cool-down S]
 
@@ -40,8 +41,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--provider-url", required=True, help="the providers (peakproof serve providers), http://127.0.0.1:P")
     p.add_argument("--port", type=int, default=0, help="gunicorn's port (0: a free one)")
     p.add_argument("--folder", help="the stack's folder (data and logs; kept). Default: a new one under .peakproof/stacks/")
-    p.add_argument("--defect", choices=["visibility-timeout"], help="the broken variant: Redis's visibility timeout "
-                   "shorter than a retry's countdown (duplicate deliveries)")
+    p.add_argument("--defect", choices=["visibility-timeout", "replay-sends-twice"],
+                   help="a broken variant: visibility-timeout: Redis's visibility timeout shorter than a retry's "
+                        "countdown (duplicate deliveries); replay-sends-twice: a replayed notify of a delivered "
+                        "notification sends it again")
+    p.add_argument("--channels", default="push,sms,email",
+                   help="the channels this deployment has (push,sms,email); a preference for another is met on the "
+                        "recipient's next choice. State it to peakproof as --channels")
+    p.add_argument("--one-channel", action="store_true", help="one channel per notification (no cascade): the "
+                   "recipient's first choice this deployment has; state it as --cascade none")
+    p.add_argument("--no-breaker", action="store_true", help="no circuit breaker; state it as --no-breaker")
     p.add_argument("--workers", type=int, default=3, help="the default queue's worker processes (3)")
     p.add_argument("--urgent-workers", type=int, default=16,
                    help="the urgent queue's worker threads (16): each call waits on a provider up to the answer "
@@ -73,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
                "BEACON_ANSWER_TIMEOUT": str(args.answer_timeout), "BEACON_BREAKER_WINDOW": str(args.breaker_window),
                "BEACON_BREAKER_FAILURES": str(args.breaker_failures),
                "BEACON_BREAKER_COOL_DOWN": str(args.breaker_cool_down), "PYTHONUNBUFFERED": "1",
+               "BEACON_CHANNELS": args.channels, "BEACON_ONE_CHANNEL": "1" if args.one_channel else "",
+               "BEACON_BREAKER": "" if args.no_breaker else "1",
                # keep idle client connections 75 s (gunicorn's default, 2 s, closes them under a client that
                # reuses one a moment later: a reset), as behind any load balancer with a 60 s idle timeout
                "GUNICORN_CMD_ARGS": "--keep-alive 75"}

@@ -118,6 +118,13 @@ def create_notification():
     if row is None:  # a replay of (event, recipient): the notification it already made
         existing = conn.execute("SELECT id FROM notifications WHERE event_id = %s AND recipient_id = %s",
                                 (event, recipient)).fetchone()
+        if S.defect == "replay-sends-twice":
+            # THE DEFECT (--defect replay-sends-twice): a replay is taken for a "send it again" of a notification
+            # already delivered (a resend feature reached by the create endpoint), and it is sent once more
+            resent = conn.execute("UPDATE notifications SET state = 'SENDING' WHERE id = %s AND state = 'DELIVERED' "
+                                  "RETURNING priority", (existing["id"],)).fetchone()
+            if resent is not None:
+                deliver.apply_async((existing["id"],), queue=queue_for(resent["priority"]))
         return jsonify(notification=_notification(conn, existing["id"])), 200
     deliver.apply_async((row["id"],), queue=queue_for(priority))
     return jsonify(notification=_notification(conn, row["id"])), 201

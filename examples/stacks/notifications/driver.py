@@ -73,3 +73,12 @@ def notification(doc: Any) -> dict[str, Any]:
                            "priority": ("priority", PRIORITY_BACK), "status": ("state", STATES), "channel": "channel",
                            "accepted_at": ("accepted_at", _time), "delivered_at": ("delivered_at", _time),
                            "attempts": ("attempts", _attempts)}, at="notification")
+
+
+class BeaconOwnDesign(Beacon):
+    """Beacon deployed as a design of its own (``python -m examples.stacks.notifications --channels sms,email
+    --one-channel --no-breaker``): SMS and e-mail only, one channel per notification, no circuit breaker. The
+    driver carries what its team knows of it, as options would state it: peakproof then leaves out the checks
+    that design makes meaningless and judges every other promise."""
+
+    design = {"channels": "sms,email", "cascade": "none", "no_breaker": True}

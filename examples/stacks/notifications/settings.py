@@ -23,7 +23,11 @@ class Settings:
     breaker_window: int  # a channel's breaker looks at its last N calls (permanent answers excluded)...
     breaker_failures: int  # ...and opens at this many transient failures (or unanswered calls) among them
     breaker_cool_down: float  # s open before one probe
-    defect: str  # "" or "visibility-timeout"
+    defect: str  # "" or "visibility-timeout" or "replay-sends-twice"
+    # the design (the seed's by default; a variant of its own: --channels sms,email --one-channel --no-breaker)
+    channels: tuple[str, ...] = CHANNELS  # the channels it has: a preference for another is met on the next
+    one_channel: bool = False  # a notification goes to one channel (the first it has of the recipient's): no cascade
+    breaker: bool = True  # a breaker per channel
 
     @property
     def visibility_timeout(self) -> float:
@@ -46,4 +50,7 @@ def load() -> Settings:
         breaker_failures=int(env.get("BEACON_BREAKER_FAILURES", "8")),
         breaker_cool_down=float(env.get("BEACON_BREAKER_COOL_DOWN", "3")),
         defect=env.get("BEACON_DEFECT", ""),
+        channels=tuple(c for c in CHANNELS if c in env.get("BEACON_CHANNELS", ",".join(CHANNELS)).split(",")),
+        one_channel=env.get("BEACON_ONE_CHANNEL") == "1",
+        breaker=env.get("BEACON_BREAKER", "1") == "1",
     )

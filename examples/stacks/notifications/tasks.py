@@ -88,8 +88,9 @@ class Round:
 
 
 def cascade(recipient: dict) -> list[str]:
-    """The recipient's channels in order: their preferences, then any other channel they have an address for."""
-    has = [c for c in CHANNELS if recipient[providers.ADDRESS[c]]]
+    """The recipient's channels in order: their preferences, then any other channel they have an address for
+    (of the channels this deployment has: ``--channels``)."""
+    has = [c for c in CHANNELS if c in S.channels and recipient[providers.ADDRESS[c]]]
     return [c for c in recipient["preferences"] if c in has] + [c for c in has if c not in recipient["preferences"]]
 
 
@@ -110,6 +111,15 @@ def claim(notification_id: int) -> Round | None:
         probe = False
         if last is not None and last["result"] == "no_answer":
             channel = last["channel"]  # maybe delivered: the same channel, the same key
+        elif S.one_channel:  # the variant of its own design: one channel per notification, no cascade
+            order = cascade(r)
+            channel = attempts[0]["channel"] if attempts else (order[0] if order else None)
+            dead = channel is None or any(a["result"] == "rejected" for a in attempts) or conn.execute(
+                "SELECT 1 FROM suppressions WHERE channel = %s AND address = %s",
+                (channel, r[providers.ADDRESS[channel]])).fetchone() is not None
+            if dead:  # a dead address on its one channel: nowhere else to go
+                _finish(conn, notification_id, last)
+                return None
         else:
             order = cascade(r)
             addresses = [(c, r[providers.ADDRESS[c]]) for c in order]
@@ -123,8 +133,8 @@ def claim(notification_id: int) -> Round | None:
                 _finish(conn, notification_id, last)
                 return None
             channel = candidates[0]  # every breaker open: the round goes to the first all the same
-            for c in candidates:
-                allowed = breakers().allows(c)
+            for c in candidates if S.breaker else candidates[:1]:  # no breaker (--no-breaker): the first, always
+                allowed = breakers().allows(c) if S.breaker else 1
                 if allowed:
                     channel, probe = c, allowed == 2
                     break
@@ -133,6 +143,8 @@ def claim(notification_id: int) -> Round | None:
         # so a cascade that comes back to a channel in its last round sends afresh.
         refused = sum(1 for a in attempts if a["channel"] == channel and a["result"] == "retryable")
         key = f"{n['event_id']}/{n['recipient_id']}" + (f"/{refused}" if refused else "")
+        if S.defect == "replay-sends-twice" and any(a["result"] == "delivered" for a in attempts):
+            key += f"/resend-{len(attempts) + 1}"  # THE DEFECT's second half: a resend is a send of its own
         seq = len(attempts) + 1
         attempt_id = conn.execute("INSERT INTO attempts (notification_id, seq, channel, idempotency_key) "
                                   "VALUES (%s, %s, %s, %s) RETURNING id", (notification_id, seq, channel, key)).fetchone()["id"]
@@ -173,7 +185,8 @@ def deliver(self, notification_id: int) -> str:
         return "finished"
     outcome = providers.send(S.provider_url, rnd.channel, rnd.key, rnd.address, rnd.event_id, rnd.recipient_id,
                              rnd.title, rnd.body, S.answer_timeout)
-    breakers().record(rnd.channel, outcome, rnd.probe)
+    if S.breaker:
+        breakers().record(rnd.channel, outcome, rnd.probe)
     record(rnd, outcome)
     log.info("notification %s round %s via %s: %s (task %s try %s)", notification_id, rnd.seq, rnd.channel, outcome,
              self.request.id, self.request.retries)

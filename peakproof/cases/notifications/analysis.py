@@ -20,6 +20,28 @@ from peakproof.checks import CheckRegistry
 from peakproof.history import OK, History, Op
 
 CASCADES = ("after-any", "after-permanent", "none")  # the --cascade statement
+ALL_CHANNELS = ("push", "sms", "email")
+
+
+def service_channels(text: str | Iterable[str]) -> tuple[str, ...]:
+    """The --channels statement: the channels a service has, in the seed's order ("sms,email")."""
+    given = [c.strip() for c in (text.split(",") if isinstance(text, str) else text) if c.strip()]
+    unknown = [c for c in given if c not in ALL_CHANNELS]
+    if unknown or not given:
+        raise ValueError(f"a comma-separated list of the channels your service has, among {', '.join(ALL_CHANNELS)} "
+                         f"(e.g. sms,email); got {','.join(given) or 'none'}")
+    return tuple(c for c in ALL_CHANNELS if c in given)
+
+
+def on_channels(recipient: dict[str, Any], channels: tuple[str, ...]) -> dict[str, Any]:
+    """A recipient as a service with only ``channels`` sees them: their preferences and addresses on the other
+    channels are nothing to it (a push-first recipient of a service without push is met on their next choice)."""
+    if set(channels) >= set(ALL_CHANNELS):
+        return recipient
+    field_of = {v: k for k, v in ADDRESS_FIELD.items()}
+    addresses = {k: v for k, v in (recipient.get("addresses") or {}).items() if field_of.get(k, k) in channels}
+    return {**recipient, "channels": [c for c in recipient.get("channels") or () if c in channels],
+            "addresses": addresses}
 STATUS_RANK = {"queued": 0, "sending": 1, "delivered": 2, "failed": 2}
 ADDRESS_FIELD = {"push": "push_token", "sms": "phone", "email": "email"}  # a recipient's address on each channel
 
@@ -50,6 +72,9 @@ class DeliveryRules:
     # after any failure), "after-permanent" (a transient failure is retried on the same channel), "none" (one
     # channel per notification: its first; a dead address there is undeliverable by design)
     cascade: str = "after-any"
+    # a design statement (case.DESIGN): the channels the service has (a preference for another is met on the
+    # recipient's next choice it has)
+    channels: tuple[str, ...] = ALL_CHANNELS
 
     # flag, field, type, help (the defaults are the fields')
     OPTIONS = (
@@ -109,6 +134,8 @@ class DeliveryRules:
                 "cascade": {"after-any": "to the next channel after any failure (the seed's)",
                             "after-permanent": "to the next channel after a permanent failure only",
                             "none": "none: one channel per notification"}[self.cascade],
+                "channels": ", ".join(self.channels) + ("" if self.channels == ALL_CHANNELS else
+                                                        " (stated: a preference for another is met on the next)"),
                 "one delivery": "per request the client made (--no-idempotency-key: each notify is a notification "
                                 "of its own)" if self.no_idempotency_key else "per (event, recipient)"}
 
@@ -124,7 +151,7 @@ class NotificationsAnalysis:
                  channel_calls: list[dict[str, Any]] | None = None, answer_timeout: float = 2.0,
                  answer_latency: float = 0.0, breaker_cool_down: float = 10.0, backoff: float = 30.0,
                  suppression_list: bool = False, no_idempotency_key: bool = False,
-                 cascade: str = "after-any") -> None:
+                 cascade: str = "after-any", channels: tuple[str, ...] = ALL_CHANNELS) -> None:
         """``calls``: the provider calls of this run. ``channel_calls``: every call the providers
         saw (earlier runs too), for the channel-health windows: a breaker remembers them.
         ``breaker_window`` / ``breaker_min_failures``: the breaker the checks assume (the
@@ -143,7 +170,8 @@ class NotificationsAnalysis:
         self.recipients: dict[str, dict[str, Any]] = {}
         for op in self.ops:
             if op.f == "put_recipient" and op.type == OK:
-                self.recipients[op.args["recipient_id"]] = op.args
+                self.recipients[op.args["recipient_id"]] = on_channels(op.args, tuple(channels))
+        self.channels = tuple(channels)
         self.accepted: dict[tuple[str, str], Op] = {}
         for op in self.ops:
             if op.f == "notify" and op.type == OK:

@@ -11,7 +11,7 @@ from peakproof.design import Statement, design_options
 from peakproof.case import Case
 from peakproof.options import PLAN, PYTEST, RUN, LOCUST, SERVE, TARGET, Option, non_negative, positive
 from peakproof.spec import RunSpec
-from .analysis import CASCADES
+from .analysis import CASCADES, service_channels
 from .checks import DeliveryRules
 
 # The case's name: its scenarios and fixtures are named from it (a copy of this folder renames it here).
@@ -111,7 +111,12 @@ DESIGN = (
                          "seed's; after-permanent: only after a dead address; none: one channel per notification)",
               (), "", ("delivery_ratio_at_least", "preference_respected", "breaker_opens_when_due",
                        "attempt_budget_respected", "no_retry_after_permanent_on_same_channel"),
-              choices=CASCADES, metavar="after-any|after-permanent|none"),
+              choices=CASCADES, metavar="after-any|after-permanent|none", example="none"),
+    Statement("channels", "has these channels only: {value} (a recipient's preference for another is met on their "
+                          "next choice it has)", (), "",
+              ("preference_respected", "delivery_ratio_at_least", "attempt_budget_respected",
+               "no_retry_after_permanent_on_same_channel", "status_matches_providers"),
+              kind=service_channels, metavar="sms,email"),
     Statement("no_idempotency_key", "has no idempotency key: each notify its client sends is a notification of "
                                     "its own (a replayed one is sent again)", (), "",
               ("one_delivery_per_event",)),

@@ -51,7 +51,8 @@ def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -
     dead = set()
     if a.cascade == "none":
         dead = {k for k in a.accepted if not a.delivered.get(k)
-                and any(c["outcome"] == "permanent" and not a.unheard(c) for c in a.calls_by_key.get(k, ()))}
+                and (any(c["outcome"] == "permanent" and not a.unheard(c) for c in a.calls_by_key.get(k, ()))
+                     or (not a.calls_by_key.get(k) and _one_channel_suppressed(a, k)))}
     n = len(a.accepted) - len(dead)
     delivered = sum(1 for k in a.accepted if a.delivered.get(k))
     ratio = delivered / n if n else 1.0
@@ -69,10 +70,21 @@ def delivery_ratio_at_least(a: NotificationsAnalysis, threshold: float = 0.99) -
                        limit=Measure(threshold, "share", ">="))
 
 
+def _one_channel_suppressed(a: NotificationsAnalysis, key: tuple[str, str]) -> bool:
+    """Under a stated suppression list and no cascade: the notification's one channel (the recipient's first
+    the service has) had its address answered permanent before the notify was accepted: the service rightly
+    calls nobody."""
+    r = a.recipients.get(key[1]) or {}
+    one = next(iter(r.get("channels") or ()), None)
+    op = a.accepted.get(key)
+    return one is not None and op is not None and a.suppressed(key[1], one, op.complete_time)
+
+
 def dead_address_met_every_channel(a: NotificationsAnalysis) -> int:
     """Undelivered notifications that met a dead address and were called until the budget or the
     channels ran out: the budget and "never the same dead channel again" were put to the test."""
-    reach = 1 if a.cascade == "none" else 3  # the channels a notification may go to: one without a cascade
+    reach = 1 if a.cascade == "none" else len(a.channels)  # the channels a notification may go to: one without
+    # a cascade, else every channel the service has
     return sum(1 for cs in a.calls_by_key.values()
                if any(c["outcome"] == "permanent" and not a.unheard(c) for c in cs)
                and not any(c["outcome"] in ("ok", "ack_lost") for c in cs)

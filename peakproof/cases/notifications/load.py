@@ -49,6 +49,10 @@ __all__ = ["OpenModelUser", "ScenarioShape", "NotificationsPeak", "Notifications
 # A share of notifications whose status a client reads while the cascade is under way (and
 # again at the end): status_moves_forward needs two reads of one notification to have a chance.
 WATCH_SHARE = 0.05
+# A share of notifies their client sends again, the same event to the same recipient, a moment later (it did not
+# trust the answer, or a retry after a timeout): exactly one delivery per (event, recipient) gets its chances at
+# the peak, whether the replay meets the notification queued, on its way, or delivered
+REPLAY_SHARE = 0.02
 # Every run kills every address of a few recipients (the nemesis, recorded in the history): their
 # notifications fail on every channel, so the attempt budget and "no retry after a permanent
 # failure" are put to the test in every run, not only when the seed's rates happen to line up.
@@ -209,20 +213,25 @@ class NotificationsPeak(Scenario):
         return self.seconds + 3 * self.backoff + 90
 
     def handlers(self) -> dict[str, Handler]:
-        return {"notify": self.notify, "status": self.read_status}
+        return {"notify": self.notify, "status": self.read_status, "replay": self.replay}
 
     def read_status(self, ctx: Context, a: Arrival) -> None:
         ctx.driver.get_notification(a.data, process="status-reader", intended_time=ctx.intended(a.t))
 
-    def notify(self, ctx: Context, a: Arrival) -> None:
+    def replay(self, ctx: Context, a: Arrival) -> None:
+        self.notify(ctx, a, replayed=True)
+
+    def notify(self, ctx: Context, a: Arrival, replayed: bool = False) -> None:
         i = a.data
         rid, _, _, priority = self._people[i]
         title = TITLES[i % len(TITLES)]
         # every event goes to two recipients, by design (a broadcast): answers_belong_to_who_asked
         # gets its chances (a service deduplicating on the event alone answers one with the other's)
         op = ctx.driver.notify(f"{self.run_id}-ev{i // 2}", f"{self.run_id}-{rid}", priority, title,
-                               f"{title}: ayrıntılar uygulamada. Details in the app. #{i}", process=f"event-{i}",
-                               intended_time=ctx.intended(a.t))
+                               f"{title}: ayrıntılar uygulamada. Details in the app. #{i}",
+                               process=f"event-{i}" + ("-replay" if replayed else ""), intended_time=ctx.intended(a.t))
+        if not replayed and op.type != FAIL and ctx.random.random() < REPLAY_SHARE:
+            ctx.later(ctx.random.uniform(0.2, 2.0) * self.backoff, "replay", i)
         if op.type == OK and ctx.random.random() < WATCH_SHARE:  # a client checks on it mid-cascade
             ctx.later(ctx.random.uniform(0.1, 1.5) * self.backoff, "status", op.value["notification_id"])
 
