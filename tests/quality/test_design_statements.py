@@ -10,19 +10,6 @@ from ..support.mutants import served
 from .test_served_mutants import NOTIFICATIONS_RULES, NOTIFICATIONS_SERVED
 
 
-def test_a_shop_whose_holds_never_lapse_passes_with_it_stated_and_unstated_waits_for_no_lapse() -> None:
-    with served("tickets-holds-never-lapse") as t:
-        code, out, record = properties_against(t.url, "tickets", "--holds-never-lapse")
-        assert code == 0 and record["outcome"] == "PASS", excerpt(out)
-        stated = [r for r in record["reasons"] if r.startswith("stated: --holds-never-lapse")]
-        assert stated and "not checked: expired_hold_is_never_sold" in stated[0], record["reasons"]
-        assert "not checked: expired_hold_is_never_sold, because you stated --holds-never-lapse" in out, excerpt(out)
-        # unstated: its holds say they expire ten years on; the property that pays a lapsed hold would wait for
-        # that, and is not run past --max-wait (before, it said "about 5256000.0 min" and hung)
-        code, out, record = properties_against(t.url, "tickets", "--max-wait", "60")
-    assert "past --max-wait (60 s)" in out and record["outcome"] != "FAIL", excerpt(out)
-
-
 def test_a_service_with_no_breaker_fails_the_breaker_s_property_naming_the_statement_and_stated_it_is_not_run() -> None:
     from peakproof.launch import ServedTarget
 
