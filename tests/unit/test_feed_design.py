@@ -128,3 +128,17 @@ def test_an_unstated_design_that_would_explain_a_fail_is_named_on_it() -> None:
     hint = stated_design(DESIGN).hint("unfollowed_authors_never_shown")
     assert hint is not None and "state --unfollow-lag" in hint and "otherwise this is a finding" in hint
     assert stated_design(DESIGN).hint("no_duplicate_items") is None  # no statement explains a duplicate
+
+
+def test_a_reader_shown_their_own_post_after_unfollowing_themselves_is_explained_by_own_posts() -> None:
+    """The URL properties unfollow a user from themselves too; a timeline of own posts then FAILs
+    unfollowed_authors_never_shown, which --own-posts (not --unfollow-lag) explains: the hint names it, and stated
+    the read holds."""
+    h, posts = three_posts()
+    mine = post("p-own", "a", 9.0)
+    h.at(9).ok("publish", {"author_id": "a", "text": "t"}, mine)
+    h.at(10).ok("unfollow", {"user_id": "a", "followee_id": "a"}, {})
+    h.at(11).ok("read", read_args(), page([mine, posts[2]]))
+    assert judged(h, unfollowed_authors_never_shown).failed
+    assert "state --own-posts" in (stated_design(DESIGN).hint("unfollowed_authors_never_shown") or "")
+    assert not judged(h, unfollowed_authors_never_shown, own_posts=True).failed

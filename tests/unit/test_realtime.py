@@ -136,3 +136,32 @@ def test_a_second_broken_promise_beside_the_first_is_found_and_each_is_kept_once
         assert set(excused) == {"no_oversell", "stock_is_conserved"}
     finally:
         excused.clear()
+
+
+def test_a_later_round_left_undecided_keeps_the_promises_found_broken_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second round (the broken check left out) hit a flaky replay and found nothing new: the first round's
+    violation is the verdict, not INCONCLUSIVE "no run broke a promise" (a fan-out worker's feed came out so)."""
+    import peakproof.realtime as realtime
+    from peakproof.checks import current_tally
+    from peakproof.realtime import Violation
+
+    rounds: list[int] = []
+
+    def one_round(machine: type, settings: object) -> None:
+        rounds.append(1)
+        if len(rounds) == 1:
+            raise PropertyViolated(Violation("no_oversell: FAIL (2 units oversold)", checks=("no_oversell",)))
+        raise Undecided("Hypothesis's replay of a run against the live target went differently")
+
+    monkeypatch.setattr(realtime, "_one_round", one_round)
+    excused = current_tally().excused
+    try:
+        with pytest.raises(PropertyViolated) as e:
+            run_machine(Live(), RuleBasedStateMachine, LIVE)
+        assert e.value.violation.checks == ("no_oversell",) and len(rounds) == 2
+    finally:
+        excused.clear()
+    rounds.clear()
+    with pytest.raises(Undecided):  # nothing found before it: still undecided
+        monkeypatch.setattr(realtime, "_one_round", lambda m, s: (_ for _ in ()).throw(Undecided("flaky")))
+        run_machine(Live(), RuleBasedStateMachine, LIVE)

@@ -21,7 +21,8 @@ POST   /admin/follows/bulk/ {"pairs": [[u, f], ...]} 200     capability bulk_gra
   or the integer page number of the ``page-numbers`` defect; the driver sends a string as
   ``?before=`` and an integer as ``?page=``.
 * A pull design (``user_stream`` merges on read): no inboxes (``--without inbox_size``), no
-  fan-out backlog, no fault hooks.
+  fan-out backlog, no fault hooks. The same driver serves ``--design fanout-worker`` (the same API; its
+  timelines written by a worker, which reports no backlog either): state its design, the stack's README says how.
 
     peakproof driver check feed --driver examples/stacks/feed/driver.py:ActivityFeed --target-url URL
 """

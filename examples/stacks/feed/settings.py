@@ -6,6 +6,10 @@ Everything that differs per deployment comes from the environment, as the launch
 * ``FEED_DATABASE_URL``: the PostgreSQL URI (``postgresql://user:@/db?host=/socket/dir``);
 * ``FEED_PAGINATION``: ``keyset`` (the default: the correct feed) or ``page-numbers`` (the
   defect: Django's ``Paginator`` with ``?page=N``);
+* ``FEED_DESIGN``: ``pull`` (the default: actstream's stream, merged on read) or ``fanout-worker``
+  (timelines written by the worker, ``fanout_worker.py``);
+* ``FEED_DEFECT``: ``delete-lost-to-fanout`` (fanout-worker only: the worker's fan-out trusts what it
+  read of the post at its batch's start, and writes a post deleted meanwhile back);
 * ``FEED_SECRET_KEY``: signs the feed's cursors.
 """
 
@@ -53,6 +57,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024 * 1024  # a bulk follow body: tens of th
 FEED_PAGINATION = os.environ.get("FEED_PAGINATION", "keyset")
 if FEED_PAGINATION not in ("keyset", "page-numbers"):
     raise ValueError(f"FEED_PAGINATION must be keyset or page-numbers; got {FEED_PAGINATION!r}")
+
+FEED_DESIGN = os.environ.get("FEED_DESIGN", "pull")
+if FEED_DESIGN not in ("pull", "fanout-worker"):
+    raise ValueError(f"FEED_DESIGN must be pull or fanout-worker; got {FEED_DESIGN!r}")
+FEED_DEFECT = os.environ.get("FEED_DEFECT", "")
+if FEED_DEFECT not in ("", "delete-lost-to-fanout") or (FEED_DEFECT and FEED_DESIGN != "fanout-worker"):
+    raise ValueError(f"FEED_DEFECT must be empty or delete-lost-to-fanout (fanout-worker only); got {FEED_DEFECT!r}")
 
 ACTSTREAM_SETTINGS = {"FETCH_RELATIONS": True, "USE_JSONFIELD": False}
 

@@ -7,7 +7,7 @@ peak mix per user (6.94 posts/s and 277.78 feed reads/s per million users) for
 ``--duration`` s, in time compressed by ``--time-scale`` (rates x T, the 60 s G2 window
 / T: the seed's threshold and backlog arithmetic are unchanged, breach times divide by T),
 plus churn: 10% of first pages turn a page, half a post's rate of unfollows (each
-re-followed half a window later), 10% of posts deleted within a window. Every published
+re-followed half a window later, and after a stated --unfollow-lag), 10% of posts deleted within a window. Every published
 post with a follower is watched: one follower polls their first page every window / 20
 until it shows (visibility lag).
 
@@ -45,6 +45,7 @@ from .analysis import FeedAnalysis
 from .case import CASE
 from .faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
 from .lag import POLLS_PER_WINDOW
+from .workload import unfollow_followups
 from .report import FeedObserved, judge_feed
 from .workload import SMALL_GRAPH, FeedWorkload, graph_unfit
 
@@ -281,9 +282,10 @@ class FeedPeak(Scenario):
             picks = [mine[rnd.randrange(len(mine))] for _ in range(20)]
             followee = next((f for f in picks if f in self._posted), picks[0])
             op = d.unfollow(user, followee, process=f"churn-{a.data}", intended_time=ctx.intended(a.t))
-            ctx.later(w.window / 2, "refollow", (user, followee))
+            look, refollow = unfollow_followups(w.window, self.run.rules().unfollow_lag)
+            ctx.later(refollow, "refollow", (user, followee))
             if op.type == OK:  # the unfollower looks at their feed before the refollow
-                ctx.later(w.window / 4, "read-after-unfollow", user)
+                ctx.later(look, "read-after-unfollow", user)
 
     def heavy_read(self, ctx: Context, a: Arrival) -> None:
         user = self.heavy_reader()

@@ -116,3 +116,12 @@ def graph_unfit(follows: int, scale: float, waived: bool) -> str | None:
     return (f"at --scale {scale:g} the graph is {follows:,} follows and the harness sends at most {SMALL_GRAPH:,} one "
             f"at a time unasked: run at --scale {fits:.2g} or below (about {SMALL_GRAPH:,} follows), or state "
             f"--without bulk_graph to send all {follows:,} one at a time, 32 at once")
+
+
+def unfollow_followups(window: float, unfollow_lag: float = 0.0) -> tuple[float, float]:
+    """When, after an unfollow, its user looks at their feed and when they follow again (s): a quarter and half
+    a window on, and past a stated ``--unfollow-lag`` (plus the properties' margin) first. Without it, a lag
+    of 0.3 s against a window of 0.6 s (time scale 100) had the look at 0.15 s, within the lag, and the refollow
+    at 0.3 s, as it ran out: no read was ever judged and unfollowed_authors_never_shown came out INCONCLUSIVE."""
+    settle = unfollow_lag + 0.05 if unfollow_lag > 0 else 0.0
+    return settle + window / 4, settle + window / 2

@@ -21,6 +21,9 @@ Pagination (``settings.FEED_PAGINATION``):
 * ``page-numbers`` (the defect): ``Paginator(user_stream(user), limit)`` and ``?page=N``;
   ``next_cursor`` is the integer N + 1. A delete between two page reads shifts every later
   item up by one (the next page skips one), a publish shifts them down (it repeats one).
+
+Design (``settings.FEED_DESIGN``): ``pull`` as above, or ``fanout-worker``: fan-out on write by a worker
+process, its web side in ``timelines.py`` (the same API; deletes and unfollows applied by the worker).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
+from . import timelines
 from .models import Post
 
 User = get_user_model()
@@ -110,7 +114,7 @@ def post_json(post: Post, author: str) -> dict:
 
 @api("GET")
 def health(request: HttpRequest) -> HttpResponse:
-    return JsonResponse({"ok": True, "pagination": settings.FEED_PAGINATION})
+    return JsonResponse({"ok": True, "pagination": settings.FEED_PAGINATION, "design": settings.FEED_DESIGN})
 
 
 @api("POST")
@@ -119,7 +123,10 @@ def follow(request: HttpRequest, username: str) -> HttpResponse:
     target = valid_name(body(request, "username")["username"], "the followed username")
     if who == target:
         raise invalid(f"a user cannot follow themselves ({who!r})")
-    actions.follow(user_named(who), user_named(target), send_action=False)  # idempotent (get_or_create)
+    if settings.FEED_DESIGN == "fanout-worker":
+        timelines.follow(user_named(who), user_named(target))
+    else:
+        actions.follow(user_named(who), user_named(target), send_action=False)  # idempotent (get_or_create)
     return JsonResponse({"user": who, "following": target}, status=201)
 
 
@@ -127,7 +134,9 @@ def follow(request: HttpRequest, username: str) -> HttpResponse:
 def unfollow(request: HttpRequest, username: str, followee: str) -> HttpResponse:
     user = User.objects.filter(username=username).first()
     target = User.objects.filter(username=followee).first()
-    if user is not None and target is not None:
+    if user is not None and target is not None and settings.FEED_DESIGN == "fanout-worker":
+        timelines.unfollow(user, target)  # the worker applies it
+    elif user is not None and target is not None:
         actions.unfollow(user, target)  # idempotent: deletes the Follow rows, if any
     return HttpResponse(status=204)
 
@@ -181,6 +190,8 @@ def create_post(request: HttpRequest) -> HttpResponse:
     text = doc["text"]
     if type(text) is not str or len(text) > MAX_TEXT:
         raise invalid(f"text must be a string of at most {MAX_TEXT:,} characters")
+    if settings.FEED_DESIGN == "fanout-worker":
+        return JsonResponse(post_json(timelines.publish(user_named(author), text), author), status=201)
     with transaction.atomic():
         user = user_named(author)
         post = Post.objects.create(author=user, text=text)
@@ -193,6 +204,10 @@ def create_post(request: HttpRequest) -> HttpResponse:
 def delete_post(request: HttpRequest, post_id: str) -> HttpResponse:
     if not post_id.isdigit():
         raise ApiError(404, "not_found", f"no post {post_id!r}")
+    if settings.FEED_DESIGN == "fanout-worker":
+        if not timelines.delete(int(post_id)):  # the worker applies it
+            raise ApiError(404, "not_found", f"no post {post_id!r}")
+        return HttpResponse(status=204)
     with transaction.atomic():
         post = Post.objects.select_for_update().filter(pk=int(post_id)).first()
         if post is None:
@@ -214,6 +229,8 @@ def home(request: HttpRequest, username: str) -> HttpResponse:
     user = User.objects.filter(username=username).first()
     if user is None:  # nobody of that name yet: follows nobody
         return JsonResponse({"results": [], "next_cursor": None})
+    if settings.FEED_DESIGN == "fanout-worker":
+        return timelines.home(user, limit, request.GET.get("before"), EPOCH)
     stream = user_stream(user, verb="posted")
     if settings.FEED_PAGINATION == "page-numbers":
         return page_numbers(request, stream, limit)
