@@ -43,7 +43,11 @@ def test_a_delete_lag_holds_a_read_within_it_to_nothing_and_one_after_it_to_the_
     assert judged(h, deleted_posts_never_shown).valid is False
     assert judged(h, deleted_posts_never_shown, delete_lag=1.0).valid is not False
     h.at(30).ok("read", read_args(), page(posts[::-1]))  # lost to the worker: still there long after
-    assert judged(h, deleted_posts_never_shown, delete_lag=1.0).valid is False
+    lost = judged(h, deleted_posts_never_shown, delete_lag=1.0)
+    assert lost.valid is False
+    # how long it stayed tells a lost delete from a lag, stated or not: the FAIL says so
+    assert lost.counts["longest_shown_after_delete_s"] >= 24.0 and "s after its delete" in lost.first_violation
+    assert judged(h, deleted_posts_never_shown).counts["longest_shown_after_delete_s"] >= 24.0
 
 
 def test_a_fanout_lag_leaves_a_fresh_post_out_of_the_model_until_the_lag_is_over() -> None:
