@@ -136,13 +136,17 @@ class StatedDesign:
         return f"{ways}: the design then explains this check's outcome; otherwise this is a finding"
 
     def undecided_hint(self, check: str) -> str | None:
-        """For a check left undecided (no chance to fail): the unstated statements that make it meaningless, as
-        what to state (a product whose holds never lapse gives a late payment no lapse to come after)."""
-        unstated = [s for s in self.statements if s.name not in self.stated and check in s.leaves_out]
+        """For a check left undecided (no chance to fail): the unstated statements that would explain it, as what
+        to state. One that leaves it out makes it meaningless (a product whose holds never lapse gives a late
+        payment no lapse to come after); one that changes what it judges gives it the chance the seed's design
+        could not (a dead address cannot meet three channels in a service with one a notification)."""
+        unstated = [s for s in self.statements if s.name not in self.stated and (check in s.leaves_out
+                                                                                 or check in s.explains)]
         if not unstated:
             return None
         return "; or ".join(f"if your service {s.says_with(_example(s))}, state {s.stating(_example(s))}: this "
-                            f"check is then not judged" for s in unstated)
+                            + ("check is then not judged" if check in s.leaves_out else
+                               "check then judges by that design") for s in unstated)
 
     def apply(self, results: Iterable[CheckResult]) -> list[CheckResult]:
         """The results, those the stated design leaves out marked so (``waived``, saying which statement),
