@@ -64,26 +64,60 @@ def failed_checks(verdict: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
-@pytest.mark.decides
-# the URL properties wait out each stated lag before they look (two waits an example at least, 50 examples):
-# about 3 min of them, then the load; past the suite's 300 s default
+# the URL properties wait out each stated lag before they look (two waits an example at least): about 3 min of
+# real time, mostly waiting, so beside the tier's other long runs (early), not alone; past the suite's 300 s default
+@pytest.mark.early
 @pytest.mark.timeout(600)
-def test_with_its_design_stated_the_fanout_worker_passes_peakproof_run(worker_url: str, tmp_path: Path) -> None:
-    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES, *DESIGN_STATED, *LOAD,
-                    "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"), "--replay-seconds", "60")
+def test_with_its_design_stated_the_fanout_worker_passes_the_url_properties(worker_url: str) -> None:
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES, *DESIGN_STATED,
+                    "--skip-load", "--replay-seconds", "60", "--report-dir", REPORTS)
     verdict = verdict_of(out)
-    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
-    assert out.returncode == 0, verdict
-    assert "peakproof verdict for feed: PASS" in verdict, verdict
-    assert "[ok] properties (Hypothesis)" in verdict and "[ok] load scenario feed-peak" in verdict, verdict
+    assert out.returncode == 0 and "peakproof verdict for feed: PASS" in verdict, verdict
+    assert "[ok] properties (Hypothesis)" in verdict, verdict
     # judged, not left out: a statement changes what a read must show, it waives no check
     for check in (CHECK, "unfollowed_authors_never_shown", "feed_matches_pull_model", "pages_do_not_skip_or_repeat"):
-        assert f"[ok] {check}:" in verdict, (check, verdict)
+        assert re.search(rf"\b{check} \d", verdict), (check, verdict)  # among the properties' chances
     assert f"stated: --delete-lag {LAG}" in verdict and "stated: --follow-brings nothing" in verdict, verdict
+    assert "witness of" not in out.stdout, verdict  # a PASS sends none
+
+
+# The worker's lag grows with its load: a poll (0.1 s) at the properties' pace, past the 0.6 s window of the peak
+# compressed 100x (a post 0.7 s late, an unfollow applied after the unfollower looked) and 1.3 s at 50x, its first
+# fan-outs after the bulk graph the latest. Its team states the lag at its peak, 1 s, and the peak runs at 20x
+# (the seed's 60 s window: 3 s) for 30 s, so every check has reads to judge (at 20x for 20 s an unfollow had 1).
+LOAD_DESIGN = ["--unfollow-lag", "1", "--delete-lag", "1", "--fanout-lag", "1", "--follow-brings", "nothing",
+               "--own-posts"]
+LOAD_AT_ITS_PACE = ["--scale", "0.001", "--duration", "30", "--time-scale", "20", "--calibrated-rate", "1000"]
+
+
+@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
+@pytest.mark.decides
+def test_with_its_design_stated_the_fanout_worker_passes_a_short_load(worker_url: str, tmp_path: Path) -> None:
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES, *LOAD_DESIGN,
+                    *LOAD_AT_ITS_PACE, "--skip-properties", "--report-dir", REPORTS, "--junit", str(tmp_path / "verdict.xml"),
+                    "--replay-seconds", "60")
+    verdict = verdict_of(out)
+    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
+    assert out.returncode == 0 and "peakproof verdict for feed: PASS" in verdict, verdict
+    assert "[ok] load scenario feed-peak" in verdict, verdict
+    for check in (CHECK, "unfollowed_authors_never_shown", "feed_matches_pull_model", "pages_do_not_skip_or_repeat"):
+        assert f"[ok] {check}:" in verdict, (check, verdict)
     assert "fanout_worker" in verdict, verdict  # the worker is the target's: its CPU counted as the target's
     assert "witness of" not in out.stdout, verdict  # a PASS sends none
-    print("\n" + "\n".join(line[:400] for line in verdict.splitlines() if "[" in line or "stated:" in line))
+
+
+def test_driver_check_says_which_promise_the_design_does_not_keep_here_and_stated_waits_it_out(worker_url: str) -> None:
+    """Every call answers as the contract allows; unstated, a read a poll after the unfollow still shows the author:
+    a promise this design does not keep, which a statement explains (not "fix those before a real run"); stated,
+    the check waits the lag out and holds."""
+    check = peakproof("driver", "check", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "your service does not keep " in check.stdout and "otherwise this is a finding" in check.stdout, check.stdout
+    assert "state --unfollow-lag" in check.stdout or "state --fanout-lag" in check.stdout, check.stdout
+    check = peakproof("driver", "check", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES,
+                      *DESIGN_STATED, timeout=120)
+    assert check.returncode == 0 and "[NO ]" not in check.stdout, check.stdout + check.stderr
+    assert f"design stated: --unfollow-lag {LAG}" in check.stdout, check.stdout
 
 
 def test_unstated_every_check_the_fanout_worker_fails_names_the_statement_that_explains_it(worker_url: str) -> None:

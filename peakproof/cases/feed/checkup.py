@@ -99,7 +99,11 @@ def steps(d: Any, spec: Any, offered: Callable[[str], bool]) -> Iterator[Step]:
                                  "inboxes says so with --without inbox_size"))
     op = d.read(a, 1)
     cursor = op.value.get("next_cursor") if op.type == OK else None
-    yield Step("read(limit 1)", op, "ok, one post and a next_cursor", op.type == OK and cursor is not None)
+    # an empty page where the full read above already lacked the posts is the same promise not kept (a fan-out
+    # that lands later), not a call answered wrong: a statement may explain it
+    empty = op.type == OK and not op.value.get("items") and len(items) < len(posts)
+    yield Step("read(limit 1)", op, "ok, one post and a next_cursor", op.type == OK and cursor is not None,
+               promise="feed_matches_pull_model" if empty else "")
     if cursor is not None:
         nxt = d.read(a, 1, cursor)
         got = [str(p.get("post_id")) for p in nxt.value.get("items", [])] if nxt.type == OK else []
