@@ -2,8 +2,8 @@
 served by gunicorn workers, with an API of its own, driven through ``examples/stacks/feed/driver.py``.
 
 Every entry point a team would use, on the correct stack: ``peakproof driver check``, the properties
-by ``pytest --pyargs``, ``peakproof run`` (properties and a short load), and Locust's own
-``locust -f "$(peakproof locustfile)"``. Then the stack with its defect (``--defect page-numbers``:
+by ``pytest --pyargs`` and ``peakproof run`` (properties and a short load); Locust's own ``locust -f
+"$(peakproof locustfile)"`` with a driver is the tickets stack's test (and every example's, tests/e2e). Then the stack with its defect (``--defect page-numbers``:
 Django's ``Paginator`` with ``?page=N``), which must FAIL ``pages_do_not_skip_or_repeat``, through
 ``peakproof run`` and through the properties alone.
 
@@ -15,7 +15,6 @@ the tests that need it, never skips them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -97,26 +96,6 @@ def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> Non
     assert f"[ok] {CHECK}:" in verdict and "[ok] feed_matches_pull_model:" in verdict, verdict
     assert "rule: time precision (s): 0.001" in verdict and "waived: inbox_size" in verdict, verdict
     assert "witness of" not in out.stdout and "replaying the witness" not in out.stdout, verdict  # a PASS sends none
-
-
-@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
-@pytest.mark.decides
-def test_locust_runs_the_feed_peak_through_the_driver(feed_url: str, tmp_path: Path) -> None:
-    locustfile = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=60, check=True).stdout.strip()
-    result = tmp_path / "feed-peak-result.json"
-    out = subprocess.run([sys.executable, "-m", "locust", "-f", locustfile, "--headless", "--scenario", "feed-peak",
-                          "--host", feed_url, "--driver", DRIVER, *RULES, "--scale", "0.001", "--time-scale", "100",
-                          "--duration", "6", "--report-dir", str(tmp_path), "--result", str(result),
-                          "--only-summary", "--loglevel", "WARNING"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
-    assert "peakproof feed-peak: PASS" in text, text[-4000:]
-    assert f"[ok] {CHECK}:" in text, text[-4000:]
-    stage = json.loads(result.read_text())
-    assert stage["outcome"] == "PASS", stage
 
 
 # -- the defect: page numbers ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.runs import (ROOT, decided, locust_verdict, peakproof, providers,
+from tests.support.runs import (ROOT, decided, peakproof, providers,
                                 skip_when_a_neighbour_left_it_undecided, started, verdict_of)
 
 
@@ -181,23 +181,6 @@ def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp
     assert calls, out.stdout[found.start():][:3000]
     print(f"witness: event {found.group(1)!r} to {found.group(2)!r}, {found.group(3)} operations, calls on "
           f"{calls.group(1)} and {calls.group(2)}; {found.group(4)}")
-
-
-@pytest.mark.alone  # a load that must PASS: its latency and pace read the machine (tests/conftest.py)
-@pytest.mark.decides
-def test_locust_with_the_installed_locustfile_passes_the_short_peak(stack: tuple[str, Path], provider_url: str) -> None:
-    """Locust's own entry point, as the README gives it: ``locust -f "$(peakproof locustfile)"``."""
-    url, folder = stack
-    where = subprocess.run([sys.executable, "-m", "peakproof", "locustfile"], cwd=ROOT, capture_output=True,
-                           text=True, timeout=60).stdout.strip()
-    out = subprocess.run([sys.executable, "-m", "locust", "-f", where, "--headless", "--scenario", "notifications-peak",
-                          "--host", url, "--driver", DRIVER, "--provider-url", provider_url, *RULES,
-                          "--scale", "0.1", "--duration", "5", "--report-dir", REPORTS],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    text = out.stdout + out.stderr
-    skip_when_a_neighbour_left_it_undecided(out, COMPONENTS)  # a busy machine: the neighbour named, nothing FAILed
-    assert out.returncode == 0, logs(folder) + locust_verdict(out)
-    assert "[ok] one_delivery_per_event" in text and "[ok] offered_load_matches_curve" in text, text[-5000:]
 
 
 @pytest.mark.alone  # a load: its latency and pace read the machine (tests/conftest.py)

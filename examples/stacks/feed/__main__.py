@@ -38,6 +38,8 @@ def main() -> None:
                         help="page-numbers (pull): Django's Paginator with ?page=N (skips and repeats posts); "
                              "delete-lost-to-fanout (fanout-worker): the worker writes a post deleted right after "
                              "it was published back into its followers' timelines")
+    parser.add_argument("--worker-poll", type=float, default=0.1,
+                        help="s the fan-out worker waits when it finds no job (default 0.1; its lag is about that)")
     parser.add_argument("--folder", help="the stack's folder, kept (default: a fresh one under .peakproof/stacks/)")
     parser.add_argument("--port", type=int, default=0, help="gunicorn's port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes (default 3)")
@@ -56,7 +58,7 @@ def main() -> None:
                "PYTHONPATH": str(ROOT),
                # gunicorn 23+ opens a control socket at one fixed path in $HOME: stacks side by side
                # (and other projects' gunicorns) would fight over it; this stack does not use it
-               "GUNICORN_CMD_ARGS": "--no-control-socket"}
+               "GUNICORN_CMD_ARGS": "--no-control-socket", "FEED_WORKER_POLL": str(args.worker_poll)}
         migrate(stack, env)
         port = args.port or free_port()
         if args.design == "fanout-worker":  # a component like gunicorn: watched, stopped with the stack
