@@ -4,7 +4,8 @@ that brings nothing, the reader's own posts in their home timeline. It differs f
 harness's design statements (peakproof/cases/feed/case.py DESIGN) say so:
 
 1. stated, it PASSes ``peakproof run`` (the URL properties, then a short load);
-2. with its defect (``--defect delete-lost-to-fanout``: the worker writes a post deleted right after it was
+2. unstated, every check it FAILs names the statement that would explain it;
+3. with its defect (``--defect delete-lost-to-fanout``: the worker writes a post deleted right after it was
    published back into its followers' timelines), unstated, both stages FAIL ``deleted_posts_never_shown``.
 
 One stack of each (module scope); a stack that cannot start fails the tests, never skips them.
@@ -120,6 +121,23 @@ def test_driver_check_says_which_promise_the_design_does_not_keep_here_and_state
                       *DESIGN_STATED, timeout=120)
     assert check.returncode == 0 and "[NO ]" not in check.stdout, check.stdout + check.stderr
     assert f"design stated: --unfollow-lag {LAG}" in check.stdout, check.stdout
+
+
+def test_unstated_every_check_the_fanout_worker_fails_names_the_statement_that_explains_it(worker_url: str) -> None:
+    # the properties alone: the load adds nothing to what is asked here (each FAIL's words), and costs a minute
+    out = peakproof("run", "feed", "--driver", DRIVER, "--target-url", worker_url, *RULES, "--skip-load",
+                    "--replay-seconds", "0", "--report-dir", REPORTS)
+    verdict = verdict_of(out)
+    failed = failed_checks(verdict)
+    assert out.returncode == 1 and "peakproof verdict for feed: FAIL" in verdict, verdict
+    assert failed, verdict
+    for check, words in failed.items():
+        explaining = [s.flag for s in DESIGN if check in s.explains + s.leaves_out]
+        assert explaining, f"{check} FAILed, and no statement explains it: a finding on a correct stack\n{verdict}"
+        assert "otherwise this is a finding" in words and any(f"state {flag}" in words for flag in explaining), \
+            f"{check}'s FAIL names none of {explaining}:\n{words}"
+    print(f"\nunstated, FAILed with their hints: {', '.join(sorted(failed))}; a deleted post shown at most "
+          + ", ".join(re.findall(r"longest_shown_after_delete_s ([\d.]+)", verdict)) + " s after its delete")
 
 
 # opt-in until it is robust: it passed 4 runs of 4 here, and in CI (beside the whole tier) neither stage met the
