@@ -316,9 +316,10 @@ def test_the_check_then_act_defect_in_a_shop_of_its_own_design_fails_no_oversell
     # its holds answer an expires_at ten years on: the property that pays a lapsed hold would wait for that, and is
     # not run past --max-wait (before, it said "about 5256000.0 min" and hung)
     assert "past --max-wait (5.0 min)" in out.stdout, verdict
-    # the design differences beside it: a check left undecided or failed for them says what to state
+    # the design differences beside it: a check left undecided or failed for them says what to state (a check by
+    # name; a latency left undecided by a busy host, "[??] reserve p99 latency (intended)", is no design's)
     bugs = ("no_oversell", "stock_is_conserved", "no_valid_rejection", "units_return_exactly_once")  # the bug's
-    others = [line for line in verdict.splitlines() if re.match(r"\s*\[(FAIL|\?\?)\] (\w+)", line)
+    others = [line for line in verdict.splitlines() if re.match(r"\s*\[(FAIL|\?\?)\] (\w+):", line)
               and not any(f"] {b}" in line for b in bugs) and "load scenario" not in line and "properties" not in line]
     for line in others:
         at = verdict.splitlines().index(line)
