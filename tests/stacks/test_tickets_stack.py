@@ -301,6 +301,16 @@ def test_the_check_then_act_defect_in_a_shop_of_its_own_design_fails_no_oversell
         out = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *DEFECT_LOAD,
                         "--report-dir", reports)
         verdict = verdict_of(out)
+        if "no_oversell: FAIL" not in verdict:  # the properties' burst at a sell-out is a race too: beside the
+            # tier's other runs (75% of the machine taken) one stage came out "2 passed, 18 skipped", undecided,
+            # naming the neighbour. Drawn again, with the load's miss below judged the same way
+            again = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *DEFECT_LOAD,
+                              "--skip-load", "--report-dir", reports)
+            print("the first properties' stage missed the race; the second: " + next(
+                (line.strip() for line in verdict_of(again).splitlines() if "no_oversell: FAIL" in line
+                 or "properties (Hypothesis)" in line), "no line"))
+            out = subprocess.CompletedProcess(out.args, out.returncode, out.stdout + again.stdout, out.stderr)
+            verdict += "\n" + verdict_of(again)
         if "[FAIL] no_oversell" not in verdict:  # a race: the load's opening met it 6 runs of 7 (its sell-out's
             # buyers clustered). A second load, alone, is the same opening drawn again; a PASS there is no excuse
             again = peakproof("run", "tickets", "--driver", DRIVER, "--target-url", url, *ADMIN, *DEFECT_LOAD,
