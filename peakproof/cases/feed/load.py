@@ -8,7 +8,8 @@ peak mix per user (6.94 posts/s and 277.78 feed reads/s per million users) for
 / T: the seed's threshold and backlog arithmetic are unchanged, breach times divide by T),
 plus churn: 10% of first pages turn a page, half a post's rate of unfollows (each of an author on the
 unfollower's first page, re-followed half a window later, and after a stated --unfollow-lag), 10% of posts deleted
-within a window. Every published
+(half right after their publish answered, half within a window; each process's first 3 posts with a follower deleted
+at once; a follower of the author looks one and three windows after the delete). Every published
 post with a follower is watched: one follower polls their first page every window / 20
 until it shows (visibility lag).
 
@@ -46,7 +47,7 @@ from .analysis import FeedAnalysis
 from .case import CASE
 from .faults import g2_breach_matches_backlog_arithmetic, shard_down_feeds_correct_and_not_empty
 from .lag import POLLS_PER_WINDOW
-from .workload import unfollow_followups
+from .workload import LOOKS_AFTER_DELETE, unfollow_followups
 from .report import FeedObserved, judge_feed
 from .workload import SMALL_GRAPH, FeedWorkload, graph_unfit
 
@@ -55,6 +56,8 @@ __all__ = ["OpenModelUser", "ScenarioShape", "FeedPeak", "FeedSlowConsumer", "Fe
 PAGE_TURN_SHARE = 0.10
 UNFOLLOW_PER_POST = 0.5
 DELETE_SHARE = 0.10
+AT_ONCE_SHARE = 0.5  # of the deleted posts: deleted right after their publish answered
+AIMED_AT_ONCE = 3  # posts with a follower each process deletes right after their publish, first
 WATCH_WINDOWS = 3.0  # a watched post is polled for at most this many windows
 PRELOAD_PER_USER = 0.2  # posts published before the peak (one day of VH2), so feeds have pages
 HEAVY_READER_POSTS = 440  # preloaded posts of the heavy reader's followees: more than the 400 an inbox keeps
@@ -94,6 +97,7 @@ class FeedPeak(Scenario):
         self._pairs: list[tuple[str, str]] | None = None
         self._following: dict[str, list[str]] | None = None
         self._posted: set[str] = set()  # authors with posts (this process knows of): worth unfollowing
+        self._aimed = 0  # posts this process deleted right after their publish
         self._heavy_posts: list[str] = []  # preloaded (already fanned-out) posts the heavy reader sees
 
     def params(self) -> dict[str, Any]:
@@ -231,7 +235,9 @@ class FeedPeak(Scenario):
         return self._arrivals
 
     def bound_seconds(self) -> float:
-        return self.seconds + self.watch_windows * self.work.window + 30
+        # the last delete (a window after its publish at most) and its looks, past a stated lag
+        looks = 1 + max(LOOKS_AFTER_DELETE) + self.run.rules().delete_lag / self.work.window
+        return self.seconds + max(self.watch_windows, looks) * self.work.window + 30
 
     def peak_rate(self) -> float:
         return seed_peak_per_s()
@@ -256,7 +262,8 @@ class FeedPeak(Scenario):
     def handlers(self) -> dict[str, Handler]:
         return {"read": self.read, "publish": self.publish, "watch": self.watch, "delete": self.delete,
                 "unfollow": self.unfollow, "heavy-read": self.heavy_read, "heavy-delete": self.heavy_delete,
-                "read-after-unfollow": self.read_after_unfollow, "refollow": self.refollow}
+                "read-after-unfollow": self.read_after_unfollow, "refollow": self.refollow,
+                "look-after-delete": self.look_after_delete}
 
     def read(self, ctx: Context, a: Arrival) -> None:
         d, rnd, w = ctx.driver, ctx.random, self.work
@@ -274,11 +281,32 @@ class FeedPeak(Scenario):
             return
         self._posted.add(author)
         fans = followers.get(author, [])
-        if fans:
-            watcher = fans[rnd.randrange(len(fans))]
+        watcher = fans[rnd.randrange(len(fans))] if fans else None
+        if watcher is not None:
             ctx.later(0.0, "watch", (op.value["post_id"], watcher, time.time(), w.window / POLLS_PER_WINDOW))
-        if rnd.random() < self.delete_share:
-            ctx.later(rnd.uniform(0, w.window), "delete", op.value["post_id"])
+        # aimed: a delete sent right after its publish, while the post's fan-out may still be on its way (a worker
+        # that writes the post over its delete leaves it shown for good): each process's first AIMED_AT_ONCE posts
+        # with a follower, then half the deleted share. At random within a window alone, a small run (7 posts in
+        # 10 s at --scale 0.001) deleted none that young, and a worker that loses such deletes passed the load
+        if self.delete_share and watcher is not None and self._aimed < AIMED_AT_ONCE:
+            self._aimed += 1
+            ctx.later(0.0, "delete", (op.value["post_id"], watcher))
+        elif rnd.random() < self.delete_share:
+            at_once = rnd.random() < AT_ONCE_SHARE
+            ctx.later(0.0 if at_once else rnd.uniform(0, w.window), "delete", (op.value["post_id"], watcher))
+
+    def delete(self, ctx: Context, a: Arrival) -> None:
+        post_id, watcher = a.data
+        op = ctx.driver.delete(post_id, process=f"deleter-{post_id}", intended_time=ctx.intended(a.t))
+        if op.type == OK and watcher is not None:
+            # a follower looks one and three windows on (past a stated --delete-lag): a delete late within its
+            # window is gone by then, a lost one still shows, and how long after says which it is
+            settle = self.run.rules().delete_lag
+            for windows in LOOKS_AFTER_DELETE:
+                ctx.later(settle + windows * self.work.window, "look-after-delete", watcher)
+
+    def look_after_delete(self, ctx: Context, a: Arrival) -> None:
+        ctx.driver.read(a.data, 20, process="delete-looker", intended_time=ctx.intended(a.t))
 
     def watch(self, ctx: Context, a: Arrival) -> None:
         w = self.work
@@ -288,9 +316,6 @@ class FeedPeak(Scenario):
         if not seen and time.time() - since < self.watch_windows * w.window:
             # polls thin out (1.25x) so a long wait costs few reads; a lag is known within 25%
             ctx.later(interval, "watch", (post_id, watcher, since, min(interval * 1.25, w.window / 2)))
-
-    def delete(self, ctx: Context, a: Arrival) -> None:
-        ctx.driver.delete(a.data, process=f"deleter-{a.data}", intended_time=ctx.intended(a.t))
 
     def unfollow(self, ctx: Context, a: Arrival) -> None:
         d, rnd, w = ctx.driver, ctx.random, self.work

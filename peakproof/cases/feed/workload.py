@@ -104,6 +104,8 @@ class FeedWorkload:
                     round(self.capacity, 2), "write work below the threshold (writes/s)": round(self.write_work, 2)}
 
 
+LOOKS_AFTER_DELETE = (1, 3)  # G2 windows after a delete (and its stated lag) a follower of its author looks
+
 SMALL_GRAPH = 25_000  # follows the harness sends one at a time unasked, for a driver without bulk loading
 
 
