@@ -178,7 +178,10 @@ def undecide_when_shared(results: list[CheckResult], shared: str | None,
     if not shared:
         return results
     wanted = None if names is None else set(names)
-    return [replace(r, valid="unknown", note=f"not decided: {shared} ({r.first_violation})")
+    # what the note said stays after it: an unstated design that would explain the miss (peakproof.design) was
+    # dropped, and a product's own design read as unexplained beside a busy host
+    return [replace(r, valid="unknown", note=f"not decided: {shared} ({r.first_violation})"
+                    + (f"; {r.note}" if r.note else ""))
             if r.valid is False and (wanted is None or r.name in wanted) else r for r in results]
 
 

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.support.runs import (ROOT, decided, peakproof, providers,
+from tests.support.runs import (ROOT, decided, misses_naming_no_statement, peakproof, providers,
                                 skip_when_a_neighbour_left_it_undecided, started, verdict_of)
 
 
@@ -258,11 +258,10 @@ def test_beacon_of_its_own_design_passes_a_short_peak_with_its_design_stated_by_
 
 def assert_every_other_miss_names_a_statement(verdict: str, defect_check: str) -> None:
     """Beside the defect, each check that did not pass says which statement of the design would explain it."""
-    lines = verdict.splitlines()
-    for i, line in enumerate(lines):
-        if re.match(r"\s*\[(FAIL|\?\?)\] \w+", line) and defect_check not in line \
-                and "load scenario" not in line and "properties" not in line:
-            assert "state --" in " ".join(lines[i:i + 3]), (line, verdict)
+    from peakproof.cases.notifications.case import DESIGN
+
+    unnamed = misses_naming_no_statement(verdict, DESIGN, defect_check)
+    assert not unnamed, (unnamed, verdict)
 
 
 def replay_sends_twice(provider_url: str, folder: Path, *stages: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from tests.support.locust_run import run_locust
 from tests.support.skips import skip
@@ -103,6 +103,23 @@ def peakproof(*args: str, timeout: float = 420, again: bool = True) -> subproces
 
 # the harness's own words for "not decided: this machine's CPU was taken" (peakproof/tenants.py)
 CONTENTION = ("a neighbour took CPU the run needed", "the harness took CPU the target needed")
+
+
+def misses_naming_no_statement(verdict: str, statements: Iterable[Any], *defects: str) -> list[str]:
+    """The check lines of a verdict that did not pass (``[FAIL] name:`` or ``[??] name:``), the ``defects``' aside,
+    whose words (the line and the two after) name no statement to make (``state --``): a product's design left
+    unstated must say so on every miss it explains. A check no statement concerns (the offered load, a latency)
+    may be left undecided by a busy host (its note names the neighbour), never FAILed without one."""
+    concerned = {check for s in statements for check in (*s.explains, *s.leaves_out)}
+    lines = verdict.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        found = re.match(r"\s*\[(FAIL|\?\?)\] (\w+):", line)
+        if not found or found.group(2) in defects or (found.group(1) == "??" and found.group(2) not in concerned):
+            continue
+        if "state --" not in " ".join(lines[i:i + 3]):
+            out.append(line.strip())
+    return out
 
 
 def undecided_by_a_neighbour(out: subprocess.CompletedProcess[str] | tuple[int, str],

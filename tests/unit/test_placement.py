@@ -64,3 +64,11 @@ def test_a_latency_miss_while_sharing_cores_is_undecided_and_an_invariant_broken
     assert got[0].valid == "unknown" and reason in (got[0].note or "") and "923 ms" in (got[0].note or "")
     assert got[1].valid is False
     assert undecide_when_shared([slow], None)[0].valid is False  # not shared: the miss is the target's
+
+
+def test_a_miss_left_undecided_by_shared_cores_keeps_what_its_note_said() -> None:
+    """A design statement's hint (peakproof.design) on a late post stays beside the neighbour that undecided it."""
+    hint = "if your service brings nothing ..., state --follow-brings nothing: ...; otherwise this is a finding"
+    late = CheckResult("posts_visible_within_window", False, {}, "post 7 seen 0.9 s late", note=hint)
+    got = undecide_when_shared([late], "a neighbour took CPU the run needed", {"posts_visible_within_window"})[0]
+    assert got.valid == "unknown" and "a neighbour took CPU" in (got.note or "") and hint in (got.note or "")
