@@ -23,7 +23,7 @@ from peakproof.realtime import Violation, history_of
 from .analysis import DeliveryRules
 from .breaker import DECIDED_BEFORE
 from .driver import Providers
-from .properties_base import CHANNELS, SendsNotifications, TEXTS, read_all_and_judge
+from .properties_base import CHANNELS, FINAL_STATUSES, SendsNotifications, TEXTS, read_all_and_judge
 from .properties_lanes import (ADDRESS_FIELD, FLOOD_BACKLOG, FLOOD_CLIENTS, FLOOD_LATENCY, FLOOD_MAX, FAULTS, LANE,
                                LANES, Lane, PREFERENCES, SharedFaults, URGENT_AFTER_FLOOD, WHO, all_rounds, at_once,
                                progress, settle_bound)
@@ -70,6 +70,7 @@ class OverHttp(SendsNotifications):
             self.multiplier = float(reset.value.get("multiplier", 1.0))
         self.recipients = []
         self.ids = {}
+        self.settled: set[str] = set()  # read in a final status: read again at the example's end only (finish)
         for lane in self.lanes:
             for i, prefs in enumerate(PREFERENCES):
                 rid = f"{lane.prefix}r{i}-{uuid.uuid4().hex[:6]}"
@@ -395,7 +396,8 @@ class OverHttp(SendsNotifications):
             self.only_faults_changed = False
             return
         if hasattr(self, "d"):
-            self.expect(read_all_and_judge, self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
+            self.expect(lambda: read_all_and_judge(self.d, self.ids.values(), self.run, self.rules, self.providers,
+                                                   self.target, settled=self.settled))
 
     def teardown(self) -> None:
         """The example's end is judged once its cascades finished (a retry after a lost answer, a round beyond the
@@ -421,10 +423,14 @@ class OverHttp(SendsNotifications):
         try:
             for lane in self.lanes:  # every timed fault over: the cascades it held back then finish
                 lane.wait()
-            deadline = time.monotonic() + self.settle_seconds
-            while time.monotonic() < deadline:
-                ops = [self.d.get_notification(nid, process="poll") for nid in self.ids.values()]
-                if all(op.type == OK and op.value["status"] in ("delivered", "failed") for op in ops):
+            deadline, final = time.monotonic() + self.settle_seconds, set(self.settled)
+            while time.monotonic() < deadline:  # each poll reads what was not yet final; the judgement, all of them
+                for nid in self.ids.values():
+                    if nid not in final:
+                        op = self.d.get_notification(nid, process="poll")
+                        if op.type == OK and op.value["status"] in FINAL_STATUSES:
+                            final.add(nid)
+                if final.issuperset(self.ids.values()):
                     break
                 time.sleep(0.2)
             read_all_and_judge(self.d, self.ids.values(), self.run, self.rules, self.providers, self.target)
