@@ -316,8 +316,11 @@ def test_a_hold_paid_after_it_lapsed_is_not_sold_and_its_units_come_back(case_ta
     are due back, judged by the same checks as every other history.
 
     Over a URL it waits for the target's own hold window (the ``expires_at`` it answers, whatever window
-    was asked): it says how long before it waits, and re-arms the harness's time limit above that."""
-    case_target.left_out("expired_hold_is_never_sold")  # holds that never lapse stated: no lapse to wait for
+    was asked): it says how long before it waits, and re-arms the harness's time limit above that.
+
+    Where holds never lapse (stated), the hold is cancelled instead, the one way its units come back, and read
+    once they are due: units_return_exactly_once gets its chance all the same. Left to the state machine's
+    draws, it had none in one run of a busy CI tier (a cancel and a read after it, in real time)."""
     round_trip = preflight(case_target)
     d = case_target.new_driver()
     tol, h = tolerance_of(d), hold_seconds(case_target)
@@ -326,6 +329,13 @@ def test_a_hold_paid_after_it_lapsed_is_not_sold_and_its_units_come_back(case_ta
     assert op.type == OK, f"could not set up the quota: {op!r}"
     held = d.reserve(quota, "ayse", 2, "req-lapse", process="ayse")
     assert held.type == OK, f"a reservation of the whole, untouched quota must be granted. Actual: {held!r}"
+    if case_target.run.design().reason("expired_hold_is_never_sold"):  # no lapse to wait for: a cancel
+        d.cancel(held.value["reservation_id"], process="ayse")  # type: ignore[index]
+        d.advance(tol.return_lag + 0.05)
+        d.read_quota(quota, process="reader")
+        assert_checks([*check_tickets(d.history, tol), case_target.server_errors(d.history.ops)],
+                      decided=("units_return_exactly_once",))
+        return
     expires = held.value.get("expires_at")  # type: ignore[attr-defined]
     assert isinstance(expires, (int, float)), f"a granted hold must say when it expires. Actual: {held!r}"
     if not case_target.in_process:
