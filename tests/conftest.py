@@ -51,8 +51,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # they then run before anything else starts (busy tests wait while one of them waits), alone ones one after
     # another, quiet ones side by side, instead of each waiting for the other workers' tests of the moment
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    order = first_shares([_kind(i) or BUSY for i in items], workers,
-                         [n for n, i in enumerate(items) if i.get_closest_marker("early")])
+    early = [(n, i.get_closest_marker("early")) for n, i in enumerate(items)]
+    longest_first = sorted(((n, m.args[0] if m.args else 0) for n, m in early if m), key=lambda e: -e[1])
+    order = first_shares([_kind(i) or BUSY for i in items], workers, [n for n, _ in longest_first])
     items[:] = [items[i] for i in order]
 
 

@@ -70,7 +70,7 @@ def failed_checks(verdict: str) -> dict[str, str]:
 
 # the URL properties wait out each stated lag before they look (two waits an example at least): about 3 min of
 # real time, mostly waiting, so beside the tier's other long runs (early), not alone; past the suite's 300 s default
-@pytest.mark.early
+@pytest.mark.early(80)
 @pytest.mark.timeout(600)
 def test_with_its_design_stated_the_fanout_worker_passes_the_url_properties(worker_url: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:

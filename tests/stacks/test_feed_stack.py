@@ -100,6 +100,7 @@ def test_peakproof_run_passes_a_short_load(feed_url: str, tmp_path: Path) -> Non
 
 # -- the defect: page numbers ----------------------------------------------------------------------------
 
+@pytest.mark.early(205)  # one run of both stages, 140 to 210 s: begun with the tier's other long runs
 def test_peakproof_run_fails_the_page_numbers_defect_naming_the_check_with_a_sequential_witness_and_its_curl_lines(
         defect_url: str, tmp_path: Path) -> None:
     """Both stages run: the properties turn pages between writes, and the load's heavy reader pages deep

@@ -87,7 +87,7 @@ def test_the_driver_answers_every_call_as_the_harness_needs(stack: tuple[str, Pa
 # early (tests/conftest.py): 70 to 130 s, begun beside the tier's other long runs, not behind them. Beside the
 # check-then-act defect's load it held since the urgent pool is threads (with three processes its three urgent
 # notifications behind a flood, their answers lost, held the pool: a reminder went 0.28 s ahead, four runs of six)
-@pytest.mark.early
+@pytest.mark.early(175)
 def test_the_properties_pass_with_the_stacks_rules_stated(stack: tuple[str, Path], provider_url: str) -> None:
     """Every notifications property over HTTP, through the driver: the nemesis's faults (channels down,
     lost answers, dead addresses, failures multiplied, slow providers), replays, a reminder flood."""
@@ -151,7 +151,7 @@ def test_a_short_peak_passes_through_peakproof_run(stack: tuple[str, Path], prov
     assert "providers" not in stage.split("the target:")[1].split("; the target's processes")[0], stage
 
 
-@pytest.mark.early  # 60 to 85 s: begun beside the tier's other long runs (tests/conftest.py)
+@pytest.mark.early(85)  # 60 to 85 s: begun beside the tier's other long runs (tests/conftest.py)
 def test_a_visibility_timeout_shorter_than_a_retrys_countdown_delivers_twice(tmp_path: Path) -> None:
     """``--defect visibility-timeout``: Redis hands a retry that waits for its countdown to another worker
     as if lost; both copies run the round, the second on the next channel: one event reaches its
@@ -217,7 +217,7 @@ def own_design(provider_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
         yield url, folder
 
 
-@pytest.mark.early  # the properties' real-time waits: begun beside the tier's other long runs (tests/conftest.py)
+@pytest.mark.early(225)  # the properties' real-time waits: begun beside the tier's other long runs (tests/conftest.py)
 def test_beacon_of_its_own_design_passes_the_url_properties_with_its_design_stated_by_its_driver(
         own_design: tuple[str, Path], provider_url: str) -> None:
     """The driver states the design; the checks it makes meaningless are left out by name (the breaker's), the
@@ -273,7 +273,7 @@ def replay_sends_twice(provider_url: str, folder: Path, *stages: str) -> subproc
                          timeout=900)
 
 
-@pytest.mark.early  # about a minute with its stack: begun beside the tier's other long runs
+@pytest.mark.early(85)  # about a minute with its stack: begun beside the tier's other long runs
 def test_a_replayed_notify_sent_twice_fails_one_delivery_in_the_load_beside_the_design_left_unstated(
         provider_url: str, tmp_path: Path) -> None:
     """``--defect replay-sends-twice``: a notify replayed after its delivery is sent again. The peak's replays

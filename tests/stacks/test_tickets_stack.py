@@ -288,7 +288,7 @@ def test_a_shop_whose_holds_never_lapse_passes_the_load_with_its_design_stated(n
 # not alone: an oversell is a violation whatever the machine (a neighbour's CPU only widens the race), and a FAIL
 # is never undecided for it; beside the suite it spares the alone tests' serial minutes. Early: at 140 to 160 s
 # it is the tier's longest by far, and begun last among the busy tests it ended the tier alone (tests/conftest.py)
-@pytest.mark.early
+@pytest.mark.early(195)
 def test_the_check_then_act_defect_in_a_shop_of_its_own_design_fails_no_oversell_in_both_stages_with_a_witness(
         tmp_path_factory: pytest.TempPathFactory, reports: str) -> None:
     """Stock read without a lock and ``held = held + n`` later: buyers who read the last tickets at once all

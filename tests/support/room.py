@@ -98,23 +98,27 @@ class Room:
 
 def first_shares(kinds: list[str], workers: int, early: Iterable[int] = ()) -> list[int]:
     """An order of the tests (indices into ``kinds``) that spreads the quiet ones over the heads of every
-    worker's first share, so they run side by side at once, and puts the alone ones next in worker 0's (they
-    run one after another when the quiet ones are done: before, worker 0's quiet test waited behind its alone
-    ones and the busy phase began 78 s after the last alone test, behind it), and in the next worker's when
-    they are more than its share holds. Work stealing's first share gives each worker a run of the
-    collection: worker k a ``1/(W-k)`` part of what is left (another scheduler only runs them in another order).
+    worker's first share, so they run side by side at once, then the alone ones over the shares in turn, worker 0's
+    first (they run one after another when the quiet ones are done, whichever worker holds them: the room admits
+    one at a time and no busy test while one waits), then one early busy test per share. Work stealing's first
+    share gives each worker a run of the collection: worker k a ``1/(W-k)`` part of what is left (another scheduler
+    only runs them in another order).
 
     ``early``: busy tests (``@pytest.mark.early``) much longer than the rest, each the first busy test of a
-    worker of its own (the last workers' first: they begin with busy tests), so they run side by side as soon
-    as the machine is the busy tests'; in one worker's share, or behind the others, the longest ended the
-    examples' tier alone (80 s after the rest). The other busy tests keep the collection's order: the slow
-    ones first (the longest first, as a scheduler minding the run's end would take them) put every load side
-    by side, and mutants whose bug shows in timing went uncaught beside each other (CI: three of them in one
-    run)."""
+    worker of its own (the last workers' first), so they run side by side as soon as the machine is the busy
+    tests'. Before, the alone tests filled the first workers' shares and early tests past the other workers' count
+    queued behind: the examples' tier's 10 alone tests took 2 of 6 shares, its fifth and sixth early tests began
+    87 and 167 s into the busy phase, and the last ended the tier 120 s after the machine fell idle. Early tests
+    beyond the workers' count (the shortest, when they come longest first) go second in the first workers' shares,
+    behind the shortest of the others. The other busy tests keep the
+    collection's order: the slow ones first (the longest first, as a scheduler minding the run's end would take
+    them) put every load side by side, and mutants whose bug shows in timing went uncaught beside each other (CI:
+    three of them in one run)."""
+    early = list(early)
     first = set(early)
     quiet = [i for i, k in enumerate(kinds) if k == QUIET]
     alone = [i for i, k in enumerate(kinds) if k == ALONE]
-    leading = [i for i, k in enumerate(kinds) if k == BUSY and i in first]
+    leading = [i for i in early if kinds[i] == BUSY]  # in the order given: the longest first
     busy = [i for i, k in enumerate(kinds) if k == BUSY and i not in first]
     if workers < 2:
         return quiet + alone + leading + busy
@@ -123,13 +127,20 @@ def first_shares(kinds: list[str], workers: int, early: Iterable[int] = ()) -> l
         sizes.append(left // (workers - k))
         left -= sizes[-1]
     shares: list[list[int]] = [quiet[k::workers] for k in range(workers)]
-    for i in alone:  # worker 0's share first, then the next one's
-        k = next((k for k in range(workers) if len(shares[k]) < sizes[k]), 0)
-        shares[k].append(i)
-    for i in leading:  # the last workers' shares first, one each
-        k = next((k for k in reversed(range(workers)) if len(shares[k]) < sizes[k]
-                  and not any(j in first for j in shares[k])), workers - 1)
-        shares[k].append(i)
+
+    def place(i: int, order: Iterable[int]) -> None:  # the first share in ``order`` with room, else the last one
+        ks = list(order)
+        shares[next((k for k in ks if len(shares[k]) < sizes[k]), ks[-1])].append(i)
+
+    for n, i in enumerate(alone):  # in turn over the shares, worker 0's first
+        place(i, [*range(n % workers, workers), *range(n % workers)])
+    for n, i in enumerate(leading):  # one each, the last workers' first; past the workers' count, the first ones'
+        if n < workers:
+            start = workers - 1 - n
+            place(i, [*range(start, -1, -1), *range(workers - 1, start, -1)])
+        else:
+            start = (n - workers) % workers
+            place(i, [*range(start, workers), *range(start)])
     for k in range(workers):
         fill = max(0, sizes[k] - len(shares[k]))
         shares[k] += busy[:fill]

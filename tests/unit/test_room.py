@@ -55,11 +55,11 @@ def test_the_tests_that_read_the_machine_head_the_workers_first_shares() -> None
     assert sorted(order) == list(range(len(kinds)))  # every test, once
     # work stealing's first shares of 20 tests on 4 workers: 5, 5, 5, 5
     shares = [order[0:5], order[5:10], order[10:15], order[15:20]]
-    assert [kinds[i] for i in shares[0][:3]] == [QUIET, ALONE, ALONE]  # worker 0: its quiet one, then the alone
-    assert [kinds[s[0]] for s in shares[1:]] == [QUIET, QUIET, QUIET]
-    assert all(kinds[i] == BUSY for s in shares for i in s[1 if s is not shares[0] else 3:])
+    assert [kinds[s[0]] for s in shares] == [QUIET] * 4  # every worker begins with a quiet one: side by side
+    assert [kinds[i] for i in shares[0][:2]] == [QUIET, ALONE]  # then the alone ones, in turn: worker 0's first
+    assert [kinds[i] for i in shares[1][:2]] == [QUIET, ALONE]
+    assert all(kinds[i] == BUSY for s in shares for i in s[2 if s in shares[:2] else 1:])
     assert first_shares(kinds, 1)[:6] == [10, 11, 12, 13, 14, 15]  # one process: quiet, alone, then the rest
-
 
 
 def test_no_busy_test_enters_before_every_worker_has_looked_in(tmp_path: Path) -> None:
@@ -87,8 +87,23 @@ def test_the_early_busy_tests_each_begin_a_worker_s_busy_tests_the_last_workers_
     order = first_shares(kinds, 4, early=[18, 19])
     assert sorted(order) == list(range(len(kinds)))
     shares = [order[0:5], order[5:10], order[10:15], order[15:20]]  # work stealing's first shares: 5 each
-    assert [kinds[i] for i in shares[0]] == [ALONE] * 5
-    assert [kinds[i] for i in shares[1][:2]] == [ALONE] * 2  # the alone ones go on into the next share
-    assert shares[3][0] == 18 and shares[2][0] == 19  # one early test at the head of each of the last two
+    assert [[kinds[i] for i in s[:2]] for s in shares[:3]] == [[ALONE, ALONE]] * 3  # the alone ones in turn
+    assert kinds[shares[3][0]] == ALONE
+    assert shares[3][1] == 18 and shares[2][2] == 19  # one early test first among the busy ones of the last two
     rest = [i for s in shares for i in s if kinds[i] == BUSY and i not in (18, 19)]
     assert rest == [0, 1, 2, 3, 4, *range(12, 18)]  # the others in the collection's order
+
+
+def test_early_tests_begin_every_worker_s_busy_tests_even_where_the_alone_ones_fill_the_share() -> None:
+    # the examples' tier: 10 alone tests, 6 early ones, 31 tests on 6 workers (shares of 5): each worker's first
+    # busy test is an early one, so all six begin together when the alone ones are done
+    kinds = [ALONE] * 10 + [BUSY] * 21
+    early = [10, 11, 12, 13, 14, 15, 16]  # one more than the workers, the longest first
+    order = first_shares(kinds, 6, early=early)
+    assert sorted(order) == list(range(len(kinds)))
+    sizes = [5, 5, 5, 5, 5, 6]
+    shares = [order[sum(sizes[:k]):sum(sizes[:k + 1])] for k in range(6)]
+    firsts = [next(i for i in s if kinds[i] == BUSY) for s in shares]
+    assert sorted(firsts) == early[:6], shares
+    assert firsts[5] == 10 and firsts[0] == 15  # the last workers' first
+    assert shares[0].index(16) == shares[0].index(15) + 1  # the seventh, the shortest: behind the sixth
