@@ -292,11 +292,13 @@ def test_a_replayed_notify_sent_twice_fails_one_delivery_in_the_load_beside_the_
     print(f"\nwitness of one_delivery_per_event: {found.group(1)} operations")
 
 
-# opt-in: the URL properties against this service, its design unstated, take about 8 minutes here (twice the
-# stated design's: the nemesis's lanes wait for a breaker it does not have to fall due, and each difference is
-# witnessed); the stated design's properties above and the load above run in every CI
+# opt-in: the URL properties against this service, its design unstated, took about 8 minutes here (the nemesis's
+# lanes wait for a breaker it does not have to fall due, and each difference is witnessed), 222 s alone since a
+# step reads only the notifications not yet final; the stated design's properties above and the load above run in
+# every CI
 @pytest.mark.skipif(os.environ.get("PEAKPROOF_HELD_OUT") != "1",
-                    reason="[opt-in] about 10 min of real time: PEAKPROOF_HELD_OUT=1 runs it")
+                    reason="[opt-in] about 4 min of real time: PEAKPROOF_HELD_OUT=1 runs it")
+@pytest.mark.timeout(1500)  # past the suite's 300 s default, which cut it off (pytest-timeout) when opted in
 def test_a_replayed_notify_sent_twice_fails_one_delivery_in_both_stages_beside_the_design_left_unstated(
         provider_url: str, tmp_path: Path) -> None:
     """The same defect through the whole of ``peakproof run``: the properties (their replays) and the load each
